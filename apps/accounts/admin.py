@@ -1,0 +1,84 @@
+from django import forms
+from django.contrib import admin, messages
+from django.utils import timezone
+
+from apps.accounts.models import ALL_SCOPES, Account, ApiKey
+from apps.accounts.services import api_key_create, api_key_revoke
+
+
+@admin.register(Account)
+class AccountAdmin(admin.ModelAdmin):
+    list_display = ("id", "name", "plan", "created_at")
+    list_filter = ("plan",)
+    search_fields = ("name",)
+
+
+class ApiKeyForm(forms.ModelForm):
+    scopes = forms.MultipleChoiceField(
+        choices=[(s, s) for s in ALL_SCOPES], widget=forms.CheckboxSelectMultiple, required=False
+    )
+    expires_at = forms.DateTimeField(
+        required=False, help_text="Leave empty for the default lifetime (API_KEY_DEFAULT_TTL_DAYS)."
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = ("account", "user", "name", "scopes", "expires_at")
+
+    def clean(self):
+        cleaned = super().clean()
+        account, user = cleaned.get("account"), cleaned.get("user")
+        if account and user and user.account_id != account.id:
+            self.add_error("user", "The key's user must belong to the key's account.")
+        return cleaned
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    form = ApiKeyForm
+    list_display = ("name", "display_key", "account", "user", "scope_list", "expires_at", "last_used_at", "state")
+    list_filter = ("account",)
+    search_fields = ("name", "prefix", "user__email")
+    readonly_fields = ("display_key", "last_used_at", "revoked_at", "created_at")
+    list_select_related = ("account", "user")
+    actions = ["revoke_selected"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # Owner and account are fixed once the key exists: moving a key would hand its access on.
+        return (*self.readonly_fields, "account", "user") if obj else self.readonly_fields
+
+    @admin.display(description="scopes")
+    def scope_list(self, obj: ApiKey) -> str:
+        return ", ".join(obj.scopes) or "—"
+
+    @admin.display(description="state")
+    def state(self, obj: ApiKey) -> str:
+        if obj.revoked_at:
+            return "revoked"
+        return "active" if obj.is_usable() else "expired"
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        created, raw = api_key_create(
+            account=obj.account,
+            user=obj.user,
+            name=obj.name,
+            scopes=form.cleaned_data["scopes"],
+            expires_at=form.cleaned_data.get("expires_at"),
+        )
+        obj.pk, obj._state.adding = created.pk, False
+        for field in ("prefix", "key_hash", "scopes", "expires_at", "created_at"):
+            setattr(obj, field, getattr(created, field))
+        self.message_user(
+            request, f"The new API key is shown only this once; copy it now: {raw}", level=messages.WARNING
+        )
+
+    @admin.action(description="Revoke selected API keys")
+    def revoke_selected(self, request, queryset):
+        count = 0
+        for api_key in queryset.filter(revoked_at__isnull=True):
+            api_key_revoke(api_key=api_key)
+            count += 1
+        self.message_user(request, f"Revoked {count} key(s) at {timezone.now():%Y-%m-%d %H:%M} UTC.")

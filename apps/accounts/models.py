@@ -1,0 +1,96 @@
+import hashlib
+import secrets
+from datetime import datetime
+
+from django.db import models
+from django.utils import timezone
+
+
+class Plan(models.TextChoices):
+    FREE = "free", "Free"
+    STARTER = "starter", "Starter"
+    PROFESSIONAL = "professional", "Professional"
+    ENTERPRISE = "enterprise", "Enterprise"
+
+
+class Scope(models.TextChoices):
+    READ_CHANNELS = "read:channels"
+    READ_POSTS = "read:posts"
+    READ_MEDIA = "read:media"
+    WRITE_POSTS = "write:posts"
+    WRITE_SSO = "write:sso"
+
+
+ALL_SCOPES: list[str] = [s.value for s in Scope]
+
+
+class Account(models.Model):
+    """The organisation: owns users, channels, API keys and webhook endpoints."""
+
+    name = models.CharField(max_length=200)
+    plan = models.CharField(max_length=16, choices=Plan.choices, default=Plan.FREE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+KEY_PREFIX = "cps"
+
+
+def hash_secret(raw: str) -> str:
+    # The secrets are 256-bit random values, so a fast hash is as safe as a slow one and keeps
+    # authentication to one digest per request.
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def split_api_key(raw: str) -> tuple[str, str] | None:
+    """Return (lookup prefix, whole key) for a well-formed key, None otherwise."""
+    parts = raw.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX or len(parts[1]) != 8 or not parts[2]:
+        return None
+    return parts[1], raw
+
+
+class ApiKey(models.Model):
+    """An API key. Only the SHA-256 of the key is stored; the key is shown once, at creation."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="api_keys")
+    user = models.ForeignKey("users.User", on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=8, unique=True, editable=False, help_text="Non-secret lookup part.")
+    key_hash = models.CharField(max_length=64, editable=False)
+    scopes = models.JSONField(default=list, blank=True)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({KEY_PREFIX}_{self.prefix}_…)"
+
+    def set_new_secret(self) -> str:
+        """Give the key a fresh secret and return the full key, which is never stored."""
+        self.prefix = secrets.token_hex(4)
+        raw = f"{KEY_PREFIX}_{self.prefix}_{secrets.token_urlsafe(32)}"
+        self.key_hash = hash_secret(raw)
+        return raw
+
+    def matches(self, raw: str) -> bool:
+        return secrets.compare_digest(self.key_hash, hash_secret(raw))
+
+    def is_usable(self, at: datetime | None = None) -> bool:
+        at = at or timezone.now()
+        return self.revoked_at is None and self.expires_at > at
+
+    @property
+    def display_key(self) -> str:
+        return f"{KEY_PREFIX}_{self.prefix}_…"

@@ -1,0 +1,43 @@
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from apps.accounts.models import ApiKey, split_api_key
+from apps.accounts.services import api_key_touch
+
+INVALID_KEY_MESSAGE = "Invalid API key provided."
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Bearer <key>`: one indexed lookup by the key's prefix, one SHA-256, one
+    constant-time comparison. Sets request.user to the key's owner and request.auth to the key."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request)
+        if not header:
+            return None
+        try:
+            scheme, _, raw = header.decode("latin-1").partition(" ")
+        except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
+            raise exceptions.AuthenticationFailed(INVALID_KEY_MESSAGE) from None
+        raw = raw.strip()
+        if scheme.lower() != "bearer" or not raw or " " in raw:
+            raise exceptions.AuthenticationFailed("Malformed Authorization header: expected 'Bearer <API key>'.")
+        parts = split_api_key(raw)
+        if parts is None:
+            raise exceptions.AuthenticationFailed(INVALID_KEY_MESSAGE)
+        api_key = ApiKey.objects.select_related("account", "user").filter(prefix=parts[0]).first()
+        if api_key is None or not api_key.matches(raw):
+            raise exceptions.AuthenticationFailed(INVALID_KEY_MESSAGE)
+        if api_key.revoked_at is not None:
+            raise exceptions.AuthenticationFailed("This API key has been revoked.")
+        if not api_key.is_usable(timezone.now()):
+            raise exceptions.AuthenticationFailed("This API key has expired.")
+        if not api_key.user.is_active:
+            raise exceptions.AuthenticationFailed("The user who owns this API key is not active.")
+        api_key_touch(api_key=api_key)
+        return api_key.user, api_key
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="api"'

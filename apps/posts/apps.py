@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PostsConfig(AppConfig):
+    name = "apps.posts"
+    label = "posts"

@@ -1,0 +1,99 @@
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from apps.accounts.models import ApiKey
+from apps.accounts.services import api_key_create, api_key_revoke
+from apps.api.exceptions import InvalidInput
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def bearer(raw: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+def test_create_api_key_command_prints_a_working_key():
+    user = UserFactory(email="owner@example.com")
+    out = StringIO()
+    call_command(
+        "create_api_key",
+        "--account", str(user.account_id), "--user", "owner@example.com", "--name", "ci",
+        "--scopes", "read:posts,read:channels", "--expires-in", "7",
+        stdout=out,
+    )  # fmt: skip
+    raw = out.getvalue().strip()
+    body = bearer(raw).get("/v1/me").json()["data"]
+    assert body["token"]["name"] == "ci"
+    assert body["token"]["scopes"] == ["read:channels", "read:posts"]
+    key = ApiKey.objects.get()
+    assert timedelta(days=6, hours=23) < key.expires_at - timezone.now() <= timedelta(days=7)
+
+
+def test_create_api_key_command_rejects_unknown_scope_and_foreign_user():
+    user = UserFactory()
+    stranger = UserFactory()
+    with pytest.raises(CommandError, match="Unknown scopes: write:all"):
+        call_command("create_api_key", account=user.account_id, user=user.email, name="x", scopes="write:all")
+    with pytest.raises(CommandError, match="No user"):
+        call_command("create_api_key", account=user.account_id, user=stranger.email, name="x")
+    assert not ApiKey.objects.exists()
+
+
+def test_service_defaults_expiry_and_stores_only_a_hash():
+    user = UserFactory()
+    key, raw = api_key_create(account=user.account, user=user, name="k", scopes=["read:posts"])
+    assert key.expires_at > timezone.now() + timedelta(days=364)
+    assert raw.startswith(f"cps_{key.prefix}_")
+    assert raw not in str(ApiKey.objects.filter(pk=key.pk).values().get())
+    assert key.matches(raw)
+    assert not key.matches(raw + "x")
+
+
+def test_service_refuses_a_user_of_another_account():
+    user, other = UserFactory(), UserFactory()
+    with pytest.raises(InvalidInput):
+        api_key_create(account=other.account, user=user, name="k", scopes=[])
+
+
+def test_revoked_key_stops_working_at_once():
+    user = UserFactory()
+    key, raw = api_key_create(account=user.account, user=user, name="k", scopes=[])
+    assert bearer(raw).get("/v1/me").status_code == 200
+    api_key_revoke(api_key=key)
+    assert bearer(raw).get("/v1/me").status_code == 401
+
+
+def test_admin_shows_a_new_key_once_and_stores_its_hash(admin_client):
+    user = UserFactory()
+    response = admin_client.post(
+        "/admin/accounts/apikey/add/",
+        {"account": user.account_id, "user": user.id, "name": "from admin", "scopes": ["read:posts"]},
+        follow=True,
+    )
+    assert response.status_code == 200
+    shown = [str(m) for m in response.context["messages"]]
+    raw = next(m.split(": ")[-1] for m in shown if "shown only this once" in m)
+    key = ApiKey.objects.get(name="from admin")
+    assert key.matches(raw)
+    assert bearer(raw).get("/v1/me").json()["data"]["token"]["scopes"] == ["read:posts"]
+    # The change page never shows the secret again.
+    assert raw not in admin_client.get(f"/admin/accounts/apikey/{key.pk}/change/").content.decode()
+
+
+def test_admin_revoke_action(admin_client):
+    user = UserFactory()
+    key, raw = api_key_create(account=user.account, user=user, name="k", scopes=[])
+    admin_client.post(
+        "/admin/accounts/apikey/", {"action": "revoke_selected", "_selected_action": [key.pk]}, follow=True
+    )
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    assert bearer(raw).get("/v1/me").status_code == 401
