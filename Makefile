@@ -1,0 +1,39 @@
+# The two commands of the README: `make run` and `make test`.
+VENV   := .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
+PORT   ?= 8000
+
+.PHONY: install run test lint format migrate clean
+
+$(STAMP): requirements.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(PY) manage.py migrate --noinput
+
+run: migrate
+	$(PY) manage.py collectstatic --noinput -v0
+	$(PY) manage.py seed_demo --if-empty
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -p $(PORT) web worker beat
+
+test: install
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) var staticfiles db.sqlite3
