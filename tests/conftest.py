@@ -1,3 +1,8 @@
+import shutil
+import socket
+import subprocess
+import time
+
 import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
@@ -44,3 +49,50 @@ def client_for():
 @pytest.fixture
 def authed(api_key, client_for):
     return client_for(api_key)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class PrivateRedis:
+    """A redis-server of the test's own, so a test can stop and start it without touching the
+    Redis that other tests and processes share."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("private redis-server did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+@pytest.fixture
+def private_redis():
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs the redis-server binary")
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.stop()
