@@ -151,7 +151,15 @@ else:
 
 # --- Celery ---
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
-CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+# Publishing must fail fast when the broker is down (the default retries for seconds inside the
+# request); the outbox's sweeper hands the deliveries over once the broker is back.
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.1,
+    "interval_max": 0.2,
+    "socket_connect_timeout": 2,
+}
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
     for _sub in ("queue", "processed"):
@@ -162,6 +170,7 @@ if CELERY_BROKER_URL == "filesystem://":
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
     }
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 # A worker killed mid-task leaves the message unacknowledged, so another worker runs it again;
@@ -242,3 +251,19 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=ENVIRONMENT == "production")
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=ENVIRONMENT == "production")
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIND_TLS_PROXY", default=False) else None
+
+# --- Webhooks ---
+WEBHOOK_TIMEOUT = _positive_int("WEBHOOK_TIMEOUT", 10)
+WEBHOOK_RETRY_DELAYS = _env_list_of_ints("WEBHOOK_RETRY_DELAYS", "60,300,1800,7200")
+WEBHOOK_SWEEP_INTERVAL = _positive_int("WEBHOOK_SWEEP_INTERVAL", 30)
+# A delivery handed to the broker this long ago and still not attempted is handed over again
+# (the broker lost it, or the worker that had it died).
+WEBHOOK_REQUEUE_AFTER = _positive_int("WEBHOOK_REQUEUE_AFTER", 300)
+WEBHOOK_HISTORY_DAYS = _positive_int("WEBHOOK_HISTORY_DAYS", 30)
+WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
+
+# --- Periodic work: the one place Celery beat's schedule is defined ---
+CELERY_BEAT_SCHEDULE = {
+    "webhooks.sweep": {"task": "webhooks.sweep", "schedule": float(WEBHOOK_SWEEP_INTERVAL)},
+    "webhooks.prune_history": {"task": "webhooks.prune_history", "schedule": 3600.0},
+}

@@ -1,13 +1,22 @@
+import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
+from config.celery import app as celery_app
 from tests.factories import ApiKeyFactory
+
+# Tasks the tests enqueue go to a queue of their own, never to a development worker's.
+celery_app.conf.task_default_queue = "cps-test"
 
 requires_postgres = pytest.mark.skipif(
     not settings.IS_POSTGRES, reason="needs PostgreSQL (row locks and real concurrency); set DATABASE_URL"
@@ -96,3 +105,111 @@ def private_redis():
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def receiver():
+    from tests.receiver import Receiver
+
+    server = Receiver().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def private_targets(settings):
+    """Webhook tests deliver to 127.0.0.1, which the SSRF guard refuses unless allowed."""
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+
+
+requires_broker = pytest.mark.skipif(
+    not (settings.IS_POSTGRES and settings.REDIS_URL),
+    reason="needs PostgreSQL and Redis (a real worker shares the test database); set DATABASE_URL and REDIS_URL",
+)
+
+
+def database_url() -> str:
+    """The URL of the database the tests use (the test database), for processes they start."""
+    db = settings.DATABASES["default"]
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+class WorkerProcess:
+    """A real `celery worker` on the test queue, in its own process group so it can be killed whole."""
+
+    def __init__(self, broker_url: str, env: dict) -> None:
+        self.broker_url = broker_url
+        self.env = env
+        self.process: subprocess.Popen | None = None
+        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
+
+    def start(self) -> "WorkerProcess":
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": self.broker_url,
+            "CELERY_BROKER_URL": self.broker_url,
+            "CELERY_QUEUE": celery_app.conf.task_default_queue,
+            "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+            **self.env,
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
+             "--concurrency", "2", "-Q", celery_app.conf.task_default_queue, "--without-gossip",
+             "--without-mingle", "--without-heartbeat"],
+            env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=settings.BASE_DIR,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if " ready." in Path(self.log.name).read_text():
+                return self
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(f"celery worker did not start:\n{Path(self.log.name).read_text()}")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+        Path(self.log.name).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def start_worker():
+    """Start real Celery workers (on the shared Redis unless a broker URL is given); stopped after the test."""
+    workers: list[WorkerProcess] = []
+
+    def start(broker_url: str | None = None, **env) -> WorkerProcess:
+        worker = WorkerProcess(broker_url or settings.REDIS_URL, {k: str(v) for k, v in env.items()}).start()
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop()
+
+
+@pytest.fixture
+def use_broker():
+    """Point this process's task publishing at another broker for the test."""
+    original = celery_app.conf.broker_url
+
+    def switch(url: str) -> None:
+        celery_app.conf.broker_url = url
+        celery_app._pool = None
+        celery_app.amqp._producer_pool = None
+
+    yield switch
+    switch(original)

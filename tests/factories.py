@@ -47,3 +47,13 @@ class ApiKeyFactory(factory.django.DjangoModelFactory):
         api_key.save()
         api_key.raw = raw
         return api_key
+
+
+class WebhookEndpointFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "webhooks.WebhookEndpoint"
+
+    account = factory.SubFactory(AccountFactory)
+    url = "https://hooks.example.com/receive"
+    events = factory.LazyFunction(list)
+    enabled = True

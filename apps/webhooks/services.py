@@ -1,0 +1,294 @@
+"""The webhooks outbox.
+
+Services that change state call `event_emit` (or `events_emit`) inside their own transaction: the
+event and its deliveries are written with the change, and handed to the broker only after commit.
+A rolled-back change sends nothing; a committed one is never lost, because the due time lives in
+the database and `deliveries_sweep` (Celery beat) hands over whatever the broker never got.
+"""
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.accounts.models import Account
+from apps.api.exceptions import InvalidInput
+from apps.webhooks import transport
+from apps.webhooks.models import (
+    SUBSCRIBABLE_EVENTS,
+    Attempt,
+    AttemptTrigger,
+    Delivery,
+    DeliveryStatus,
+    Event,
+    EventKind,
+    WebhookEndpoint,
+    new_secret,
+)
+
+logger = logging.getLogger(__name__)
+
+SWEEP_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class EventInput:
+    account: Account
+    data: dict
+    post_id: int | None = None
+
+
+def _body(kind: str, account: Account, data: dict, at: datetime) -> str:
+    payload = {
+        "event": kind,
+        "timestamp": at.isoformat().replace("+00:00", "Z"),
+        "account": {"id": account.id, "name": account.name},
+        "data": data,
+    }
+    return json.dumps(payload, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(",", ":"))
+
+
+def events_emit(*, kind: str, items: Iterable[EventInput], endpoint: WebhookEndpoint | None = None) -> list[Event]:
+    """Write events and one delivery per subscribed, enabled endpoint; enqueue after commit.
+
+    Must run inside the caller's transaction. `endpoint` sends to that endpoint only (test events).
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("events_emit must run inside the transaction of the change it reports")
+    now = timezone.now()
+    items = list(items)
+    events = Event.objects.bulk_create(
+        [
+            Event(account=item.account, kind=kind, body=_body(kind, item.account, item.data, now), post_id=item.post_id)
+            for item in items
+        ]
+    )
+    endpoints_by_account: dict[int, list[WebhookEndpoint]] = {}
+    deliveries = []
+    for event in events:
+        if endpoint is not None:
+            targets = [endpoint]
+        else:
+            if event.account_id not in endpoints_by_account:
+                endpoints_by_account[event.account_id] = [
+                    e for e in WebhookEndpoint.objects.filter(account_id=event.account_id, enabled=True)
+                    if e.subscribes_to(kind)
+                ]  # fmt: skip
+            targets = endpoints_by_account[event.account_id]
+        deliveries.extend(
+            Delivery(event=event, endpoint=target, next_attempt_at=now, enqueued_at=now, created_at=now)
+            for target in targets
+        )
+    Delivery.objects.bulk_create(deliveries)
+    ids = [str(d.id) for d in deliveries]
+    if ids:
+        transaction.on_commit(lambda: enqueue(ids))
+    return events
+
+
+def event_emit(*, account: Account, kind: str, data: dict, post_id: int | None = None) -> Event:
+    return events_emit(kind=kind, items=[EventInput(account=account, data=data, post_id=post_id)])[0]
+
+
+def enqueue(delivery_ids: list[str], *, manual: bool = False) -> None:
+    """Hand deliveries to the broker. A broker that is down loses nothing: the deliveries are
+    marked as not handed over, and the sweeper hands them over once it is back."""
+    from apps.webhooks.tasks import deliver_webhook
+
+    failed = []
+    for delivery_id in delivery_ids:
+        try:
+            deliver_webhook.apply_async((delivery_id,), {"manual": manual}, retry=False)
+        except Exception as exc:  # the broker's errors vary by transport; none may fail the caller
+            failed.append(delivery_id)
+            error = exc
+    if failed:
+        logger.warning("broker unavailable, %d deliveries left for the sweeper: %s", len(failed), error)
+        Delivery.objects.filter(pk__in=failed).update(enqueued_at=None)
+
+
+def _claim(delivery_id: str, *, manual: bool, now: datetime) -> Delivery | None:
+    """Take the delivery for one attempt, or None when it is not due or another worker holds it."""
+    # Long enough for the slowest attempt (connect timeout plus read timeout), with a margin.
+    lease = timedelta(seconds=settings.WEBHOOK_TIMEOUT * 2 + 5)
+    free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
+    claimable = Delivery.objects.filter(free, pk=delivery_id)
+    if not manual:
+        claimable = claimable.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+    # A conditional UPDATE is atomic, so of two workers with the same message only one wins.
+    if not claimable.update(locked_until=now + lease):
+        return None
+    return Delivery.objects.select_related("event__account", "endpoint").get(pk=delivery_id)
+
+
+def delivery_attempt(*, delivery_id: str, manual: bool = False) -> Attempt | None:
+    """Make one attempt of a delivery, record it, and schedule the next one or finish."""
+    started_at = timezone.now()
+    delivery = _claim(delivery_id, manual=manual, now=started_at)
+    if delivery is None:
+        return None
+    endpoint, event = delivery.endpoint, delivery.event
+    outcome = transport.send(
+        url=endpoint.url,
+        secret=endpoint.secret,
+        body=event.body.encode(),
+        event=event.kind,
+        delivery_id=str(delivery.id),
+    )
+    with transaction.atomic():
+        delivery = Delivery.objects.select_for_update().get(pk=delivery.pk)
+        number = delivery.attempt_log.count() + 1
+        attempt = Attempt.objects.create(
+            delivery=delivery,
+            number=number,
+            trigger=AttemptTrigger.MANUAL if manual else AttemptTrigger.AUTOMATIC,
+            started_at=started_at,
+            request_headers=outcome.request_headers,
+            request_body=event.body,
+            response_status=outcome.status,
+            response_headers=outcome.headers,
+            response_body=outcome.body,
+            duration_ms=outcome.duration_ms,
+            error=outcome.error,
+        )
+        now = timezone.now()
+        if not manual:
+            delivery.attempts += 1
+        delivery.locked_until = None
+        delivery.enqueued_at = None
+        if outcome.ok:
+            delivery.record_success(now, outcome.status)
+        else:
+            delivery.last_status_code = outcome.status
+            delivery.last_error = outcome.error or f"HTTP {outcome.status}"
+            delivery.record_failure(now, settings.WEBHOOK_RETRY_DELAYS, automatic=not manual)
+            if outcome.status == 410:
+                # The receiver says the URL is gone for good: stop sending to it (shown in the admin).
+                delivery.status, delivery.next_attempt_at = DeliveryStatus.FAILED, None
+                WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+                    enabled=False, disabled_reason=f"Disabled after 410 Gone at {now:%Y-%m-%d %H:%M} UTC"
+                )
+        delivery.save()
+    logger.info(
+        "webhook attempt delivery=%s endpoint=%s event=%s number=%d status=%s duration_ms=%d%s",
+        delivery.id,
+        endpoint.pk,
+        event.kind,
+        number,
+        outcome.status if outcome.status is not None else "-",
+        outcome.duration_ms,
+        f" error={outcome.error!r}" if outcome.error else "",
+    )
+    return attempt
+
+
+def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
+    """Hand the broker every due delivery it does not hold: never handed over (broker down at
+    commit), retries whose time has come, and ones handed over too long ago (lost messages,
+    killed workers)."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.WEBHOOK_REQUEUE_AFTER)
+    total = 0
+    while True:
+        with transaction.atomic():
+            # skip_locked: two sweepers (or a sweeper and a worker) never claim the same rows.
+            ids = list(
+                Delivery.objects.select_for_update(skip_locked=True)
+                .filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__enabled=True)
+                .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
+                .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale))
+                .order_by("next_attempt_at")
+                .values_list("pk", flat=True)[:limit]
+            )
+            if not ids:
+                break
+            Delivery.objects.filter(pk__in=ids).update(enqueued_at=now)
+        enqueue([str(pk) for pk in ids])
+        total += len(ids)
+        if len(ids) < limit:
+            break
+    if total:
+        logger.info("webhook sweep enqueued=%d", total)
+    return total
+
+
+@transaction.atomic
+def delivery_retry_now(*, delivery: Delivery) -> Delivery:
+    """Send again now, keeping the delivery id; works on failed deliveries and records a manual attempt."""
+    delivery = Delivery.objects.select_for_update().get(pk=delivery.pk)
+    delivery.enqueued_at = timezone.now()
+    delivery.save(update_fields=["enqueued_at", "updated_at"])
+    transaction.on_commit(lambda: enqueue([str(delivery.pk)], manual=True))
+    return delivery
+
+
+def endpoint_resend_failed(*, endpoint: WebhookEndpoint, since: datetime) -> int:
+    failed = list(endpoint.deliveries.filter(status=DeliveryStatus.FAILED, created_at__gte=since))
+    for delivery in failed:
+        delivery_retry_now(delivery=delivery)
+    return len(failed)
+
+
+def _validate(url: str, events: list[str]) -> None:
+    problem = transport.check_url(url)
+    if problem:
+        raise InvalidInput(problem, details={"field": "url", "rule": "webhook_target"})
+    unknown = sorted(set(events) - set(SUBSCRIBABLE_EVENTS))
+    if unknown:
+        raise InvalidInput(f"Unknown events: {', '.join(unknown)}", details={"field": "events", "rule": "choice"})
+
+
+@transaction.atomic
+def endpoint_save(
+    *,
+    endpoint: WebhookEndpoint | None = None,
+    account: Account,
+    url: str,
+    events: list[str] | None = None,
+    enabled: bool = True,
+    description: str = "",
+) -> WebhookEndpoint:
+    events = list(events or [])
+    _validate(url, events)
+    endpoint = endpoint or WebhookEndpoint()
+    endpoint.account, endpoint.url, endpoint.events = account, url, [e for e in SUBSCRIBABLE_EVENTS if e in events]
+    endpoint.description = description
+    if enabled and not endpoint.enabled:
+        endpoint.disabled_reason = ""
+    endpoint.enabled = enabled
+    endpoint.save()
+    return endpoint
+
+
+@transaction.atomic
+def endpoint_rotate_secret(*, endpoint: WebhookEndpoint) -> str:
+    endpoint.secret = new_secret()
+    endpoint.save(update_fields=["secret", "updated_at"])
+    return endpoint.secret
+
+
+@transaction.atomic
+def endpoint_send_test(*, endpoint: WebhookEndpoint) -> Event:
+    data = {
+        "message": "This is a test event from the content publishing service.",
+        "endpoint": {"id": endpoint.id, "url": endpoint.url},
+    }
+    item = EventInput(account=endpoint.account, data=data)
+    return events_emit(kind=EventKind.WEBHOOK_TEST, items=[item], endpoint=endpoint)[0]
+
+
+def history_prune(*, older_than_days: int | None = None) -> int:
+    """Delete events (with deliveries and attempts) older than the history window once none of
+    their deliveries is still pending."""
+    days = older_than_days if older_than_days is not None else settings.WEBHOOK_HISTORY_DAYS
+    cutoff = timezone.now() - timedelta(days=days)
+    old = Event.objects.filter(created_at__lt=cutoff).exclude(deliveries__status=DeliveryStatus.PENDING)
+    _, per_model = Event.objects.filter(pk__in=old.values("pk")).delete()
+    return per_model.get(Event._meta.label, 0)
