@@ -22,7 +22,9 @@ migrate: install
 run: migrate
 	$(PY) manage.py collectstatic --noinput -v0
 	$(PY) manage.py seed_demo --if-empty
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -p $(PORT) web worker beat
+	@# Local trial runs deliver webhooks to receivers on this machine unless told otherwise.
+	PATH="$(CURDIR)/$(BIN):$$PATH" WEBHOOK_ALLOW_PRIVATE_TARGETS=$${WEBHOOK_ALLOW_PRIVATE_TARGETS:-true} \
+		$(BIN)/honcho start -p $(PORT) web worker beat
 
 test: install
 	$(BIN)/pytest
