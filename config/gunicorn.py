@@ -12,6 +12,7 @@ keepalive = int(os.environ.get("WEB_KEEPALIVE", "5"))
 max_requests = int(os.environ.get("WEB_MAX_REQUESTS", "10000"))
 max_requests_jitter = max_requests // 10
 accesslog = "-"
-access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
+# The path without its query string: query strings can carry one-time tokens.
+access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms'
 errorlog = "-"
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
