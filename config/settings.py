@@ -35,6 +35,23 @@ def _positive_int(name: str, default: int) -> int:
     return value
 
 
+def _limit(name: str, default: str) -> int | None:
+    """A positive integer, or None (no limit) when the variable is set but empty."""
+    raw = env.str(name, default=default).strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) == 0:
+        raise ImproperlyConfigured(f"{name} must be a positive integer or empty (no limit), got {raw!r}")
+    return int(raw)
+
+
+def _non_negative_int(name: str, default: int) -> int:
+    value = env.int(name, default=default)
+    if value < 0:
+        raise ImproperlyConfigured(f"{name} must not be negative, got {value}")
+    return value
+
+
 ENVIRONMENT = env.str("ENVIRONMENT", default="development")
 if ENVIRONMENT not in {"development", "production"}:
     raise ImproperlyConfigured(f"ENVIRONMENT must be 'development' or 'production', got {ENVIRONMENT!r}")
@@ -54,7 +71,8 @@ ADMIN_URL = env.str("ADMIN_URL", default="admin/").strip("/") + "/"
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin with the service's admin site (admin sign-ins send user.login).
+    "apps.users.admin_apps.ServiceAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -72,7 +90,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost, so the request log times everything and every response carries X-Request-ID.
+    "apps.api.observability.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "apps.api.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -80,6 +101,11 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Inside the middleware above, so its early answers (429, 411, 413) get their headers too, and
+    # outside ConditionalGetMiddleware, so a 304 gets the rate-limit headers.
+    "apps.api.middleware.ApiHttpMiddleware",
+    "django.middleware.http.ConditionalGetMiddleware",
+    "apps.api.middleware.AdminLoginThrottleMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -192,6 +218,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.PagePagination",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.api.errors.exception_handler",
+    # Reverse proxies in front of gunicorn; the client address is the X-Forwarded-For entry this many
+    # hops from the right (0: REMOTE_ADDR, since the header can be forged).
+    "NUM_PROXIES": _non_negative_int("NUM_PROXIES", 0),
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -211,7 +240,20 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "apps.api.schema.add_http_layer",
+    ],
+    "ENUM_NAME_OVERRIDES": {
+        "UserRoleEnum": "apps.users.models.Role",
+        "UserStatusEnum": "apps.users.models.Status",
+        "UserPermissionEnum": "apps.users.models.Permission",
+        "UserEventKindEnum": "apps.users.serializers.USER_EVENT_KINDS",
+        "LoginMethodEnum": "apps.users.models.LoginMethod",
+        "MediaKindEnum": "apps.posts.models.MediaKind",
+        "PlatformEnum": "apps.channels.models.Platform",
+        "PublicationStatusEnum": "apps.posts.models.PublicationStatus",
+    },
 }
 
 # --- API keys and pagination ---
@@ -220,6 +262,20 @@ API_KEY_DEFAULT_TTL_DAYS = _positive_int("API_KEY_DEFAULT_TTL_DAYS", 365)
 API_KEY_LAST_USED_RESOLUTION = _positive_int("API_KEY_LAST_USED_RESOLUTION", 60)
 PAGE_SIZE_DEFAULT = 20
 PAGE_SIZE_MAX = 100
+
+# --- Rate limits: requests per account per clock hour, by plan; empty means unlimited ---
+RATE_LIMITS = {
+    "free": _limit("RATE_LIMIT_FREE", "1000"),
+    "starter": _limit("RATE_LIMIT_STARTER", "10000"),
+    "professional": _limit("RATE_LIMIT_PROFESSIONAL", "50000"),
+    "enterprise": _limit("RATE_LIMIT_ENTERPRISE", ""),
+}
+# 401s per client address per clock hour; past it the address gets 429 for every /v1 request.
+RATE_LIMIT_AUTH_FAILURES = _limit("RATE_LIMIT_AUTH_FAILURES", "100")
+# Failed logins per client address per 15 minutes; past it admin-site login attempts get 429.
+ADMIN_LOGIN_FAILURE_LIMIT = _limit("ADMIN_LOGIN_FAILURE_LIMIT", "10")
+# Largest request body in bytes, for the API (413) and for Django's own form parsing.
+DATA_UPLOAD_MAX_MEMORY_SIZE = _positive_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024)
 
 # --- E-mail ---
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
@@ -230,15 +286,32 @@ EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
 EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Content Publishing <noreply@localhost>")
 
+# --- Users, sign-in and single sign-on ---
+INVITATION_TTL_DAYS = _positive_int("INVITATION_TTL_DAYS", 7)
+SSO_TOKEN_TTL = _positive_int("SSO_TOKEN_TTL", 300)
+SSO_TOKEN_HISTORY_DAYS = _positive_int("SSO_TOKEN_HISTORY_DAYS", 7)
+LOGIN_URL = "web-login"
+LOGIN_REDIRECT_URL = "web-home"
+
 # --- Logging ---
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(f"LOG_LEVEL must be a logging level name, got {LOG_LEVEL!r}")
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be 'plain' or 'json', got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
@@ -251,6 +324,10 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=ENVIRONMENT == "production")
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=ENVIRONMENT == "production")
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIND_TLS_PROXY", default=False) else None
+# Sent on HTTPS responses only; 0 leaves HSTS off (turn it on once HTTPS works everywhere).
+SECURE_HSTS_SECONDS = _non_negative_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 
 # --- Webhooks ---
 WEBHOOK_TIMEOUT = _positive_int("WEBHOOK_TIMEOUT", 10)
@@ -263,7 +340,10 @@ WEBHOOK_HISTORY_DAYS = _positive_int("WEBHOOK_HISTORY_DAYS", 30)
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
 
 # --- Periodic work: the one place Celery beat's schedule is defined ---
+CONTENT_PLAN_INTERVAL = _positive_int("CONTENT_PLAN_INTERVAL", 60)
 CELERY_BEAT_SCHEDULE = {
+    "posts.content_plan": {"task": "posts.content_plan", "schedule": float(CONTENT_PLAN_INTERVAL)},
     "webhooks.sweep": {"task": "webhooks.sweep", "schedule": float(WEBHOOK_SWEEP_INTERVAL)},
     "webhooks.prune_history": {"task": "webhooks.prune_history", "schedule": 3600.0},
+    "accounts.prune_sso_tokens": {"task": "accounts.prune_sso_tokens", "schedule": 3600.0},
 }

@@ -1,19 +1,26 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 
+from apps.api import health
 from apps.api.views import UnknownPathView
 
 v1 = [
     path("", include("apps.api.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
+    # The split view serves its start-up script as a file, so the page needs no inline script (CSP).
+    path("docs", SpectacularSwaggerSplitView.as_view(url_name="openapi"), name="docs"),
 ]
 
 urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path(settings.ADMIN_URL, admin.site.urls),
     path("v1/", include(v1)),
+    # Web pages: single sign-on, sign-in and invitations.
+    path("", include("apps.accounts.urls")),
+    path("", include("apps.users.urls")),
     re_path(r"^v\d+/", UnknownPathView.as_view()),
 ]
 

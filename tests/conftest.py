@@ -1,3 +1,5 @@
+import contextlib
+import json
 import os
 import shutil
 import signal
@@ -5,15 +7,19 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from rest_framework.test import APIClient
 
+from apps.webhooks.models import Event
 from config.celery import app as celery_app
-from tests.factories import ApiKeyFactory
+from tests.factories import AdminUserFactory, ApiKeyFactory
 
 # Tasks the tests enqueue go to a queue of their own, never to a development worker's.
 celery_app.conf.task_default_queue = "cps-test"
@@ -31,6 +37,15 @@ def _test_settings(settings):
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits(monkeypatch):
+    """Each test counts rate limits from zero, in counters of its own: the cache outlives a test (and,
+    on Redis, a test run), and account ids repeat between tests on SQLite."""
+    from apps.api import ratelimit
+
+    monkeypatch.setattr(ratelimit, "store", ratelimit.CounterStore(namespace=f"test-{uuid.uuid4().hex}"))
 
 
 @pytest.fixture
@@ -58,6 +73,45 @@ def client_for():
 @pytest.fixture
 def authed(api_key, client_for):
     return client_for(api_key)
+
+
+@pytest.fixture
+def admin_key(db):
+    """A key (every scope) of a user with role admin."""
+    return ApiKeyFactory(user=AdminUserFactory())
+
+
+@pytest.fixture
+def emitted():
+    """The bodies of the webhook events of one kind written so far, oldest first."""
+
+    def bodies(kind: str) -> list[dict]:
+        return [json.loads(event.body) for event in Event.objects.filter(kind=kind).order_by("created_at", "id")]
+
+    return bodies
+
+
+def run_together(calls) -> list:
+    """Start the calls at the same moment, each in its own thread and database connection; return
+    what each returned, or the exception it raised."""
+    barrier = threading.Barrier(len(calls))
+    results: list = [None] * len(calls)
+
+    def run(index, call):
+        try:
+            barrier.wait(timeout=10)
+            results[index] = call()
+        except Exception as exc:
+            results[index] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
 
 
 def free_port() -> int:
@@ -182,6 +236,10 @@ class WorkerProcess:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.kill()
+        if self.process is not None:
+            # Pool children that outlive their parent would keep the test database open.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
         self.log.close()
         Path(self.log.name).unlink(missing_ok=True)
 

@@ -42,11 +42,36 @@ class ApiKeyFactory(factory.django.DjangoModelFactory):
 
     @classmethod
     def _create(cls, model_class, *args, **kwargs):
-        api_key = model_class(*args, **kwargs)
-        raw = api_key.set_new_secret()
-        api_key.save()
-        api_key.raw = raw
-        return api_key
+        return _create_with_secret(model_class, *args, **kwargs)
+
+
+def _create_with_secret(model_class, *args, **kwargs):
+    obj = model_class(*args, **kwargs)
+    raw = obj.set_new_secret()
+    obj.save()
+    obj.raw = raw
+    return obj
+
+
+class AdminUserFactory(UserFactory):
+    role = Role.ADMIN
+
+
+class SsoTokenFactory(factory.django.DjangoModelFactory):
+    """An unused, unexpired token; the raw token is on `.raw`."""
+
+    class Meta:
+        model = "accounts.SsoToken"
+        exclude = ("raw",)
+
+    user = factory.SubFactory(UserFactory)
+    account = factory.SelfAttribute("user.account")
+    redirect_to = ""
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(minutes=5))
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        return _create_with_secret(model_class, *args, **kwargs)
 
 
 class WebhookEndpointFactory(factory.django.DjangoModelFactory):
@@ -57,3 +82,76 @@ class WebhookEndpointFactory(factory.django.DjangoModelFactory):
     url = "https://hooks.example.com/receive"
     events = factory.LazyFunction(list)
     enabled = True
+
+
+class TeamFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "channels.Team"
+
+    account = factory.SubFactory(AccountFactory)
+    name = factory.Sequence(lambda n: f"Team {n}")
+
+
+class ChannelFactory(factory.django.DjangoModelFactory):
+    """A blog channel with a team of the same account; `team=None` for one without."""
+
+    class Meta:
+        model = "channels.Channel"
+
+    account = factory.SubFactory(AccountFactory)
+    team = factory.SubFactory(TeamFactory, account=factory.SelfAttribute("..account"))
+    title = factory.Sequence(lambda n: f"Channel {n}")
+    platform = "blog"
+    image_width = 1200
+
+
+class TagFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "posts.Tag"
+
+    account = factory.SubFactory(AccountFactory)
+    name = factory.Sequence(lambda n: f"tag-{n}")
+
+
+class PostFactory(factory.django.DjangoModelFactory):
+    """A draft post. Other states: pass publication_status (and published_at...), or use
+    ApiPublicationFactory for the record of an `api` channel's post."""
+
+    class Meta:
+        model = "posts.Post"
+        skip_postgeneration_save = True
+
+    channel = factory.SubFactory(ChannelFactory)
+    title = factory.Sequence(lambda n: f"Post {n}")
+    body = factory.Faker("paragraph")
+    teaser = factory.Faker("sentence")
+    slug = factory.Sequence(lambda n: f"post-{n}")
+    publication_status = "draft"
+
+    @factory.post_generation
+    def tags(self, create, extracted, **kwargs):
+        if create and extracted:
+            self.tags.set(extracted)
+
+
+class MediaFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "posts.Media"
+
+    post = factory.SubFactory(PostFactory)
+    kind = "image"
+    url = factory.Sequence(lambda n: f"https://cdn.example.com/media/{n}.jpg")
+    alt_text = "An image"
+    width = 800
+    height = 600
+
+
+class ApiPublicationFactory(factory.django.DjangoModelFactory):
+    """The publication record; by default of a publishing_pending post on an `api` channel."""
+
+    class Meta:
+        model = "posts.ApiPublication"
+
+    post = factory.SubFactory(
+        PostFactory, publication_status="publishing_pending", channel=factory.SubFactory(ChannelFactory, platform="api")
+    )

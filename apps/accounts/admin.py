@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
 
-from apps.accounts.models import ALL_SCOPES, Account, ApiKey
+from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, SsoTokenState
 from apps.accounts.services import api_key_create, api_key_revoke
 
 
@@ -82,3 +82,43 @@ class ApiKeyAdmin(admin.ModelAdmin):
             api_key_revoke(api_key=api_key)
             count += 1
         self.message_user(request, f"Revoked {count} key(s) at {timezone.now():%Y-%m-%d %H:%M} UTC.")
+
+
+class SsoTokenStateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return SsoTokenState.choices
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == SsoTokenState.USED:
+            return queryset.filter(used_at__isnull=False)
+        if self.value() == SsoTokenState.EXPIRED:
+            return queryset.filter(used_at__isnull=True, expires_at__lte=now)
+        if self.value() == SsoTokenState.UNUSED:
+            return queryset.filter(used_at__isnull=True, expires_at__gt=now)
+        return queryset
+
+
+@admin.register(SsoToken)
+class SsoTokenAdmin(admin.ModelAdmin):
+    """Read-only: tokens are created through POST /v1/sso_tokens and their secret is never stored."""
+
+    list_display = ("id", "user", "account", "state", "created_at", "expires_at", "used_at", "api_key")
+    list_filter = (SsoTokenStateFilter, "account")
+    search_fields = ("user__email",)
+    list_select_related = ("user", "account", "api_key")
+    fields = ("account", "user", "api_key", "redirect_to", "state", "created_at", "expires_at", "used_at")
+    readonly_fields = fields
+
+    @admin.display(description="state")
+    def state(self, obj: SsoToken) -> str:
+        return SsoTokenState(obj.state()).label
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -1,9 +1,39 @@
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.api.schema import common_errors
+from apps.accounts.models import Scope, validate_local_path
+from apps.accounts.services import sso_token_create
+from apps.api.exceptions import NotFound
+from apps.api.permissions import require_account_admin
+from apps.api.request_fields import StrictCharField, StrictEmailField, StrictSerializer
+from apps.api.schema import common_errors, error
+from apps.users.api import user_events
+from apps.users.models import User, parse_user_id
+from apps.webhooks.models import EventKind
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class UserIdField(serializers.Field):
+    """A user id: the string of digits the Users endpoints return (an integer is accepted too)."""
+
+    default_error_messages = {"invalid": "Must be a user id (a string of digits)."}
+
+    def to_internal_value(self, data) -> int:
+        pk = parse_user_id(data)
+        if pk is None:
+            self.fail("invalid")
+        return pk
+
+    def to_representation(self, value) -> str:
+        return str(value)
 
 
 class AccountRefSerializer(serializers.Serializer):
@@ -38,3 +68,87 @@ class MeView(APIView):
     def get(self, request):
         api_key = request.auth
         return Response({"data": MeSerializer({"account": api_key.account, "token": api_key}).data})
+
+
+class SsoTokenCreateSerializer(StrictSerializer):
+    email = StrictEmailField(required=False, help_text="The user's e-mail (any case). Give this or `user_id`.")
+    user_id = UserIdField(required=False, help_text="The user's id as returned by the Users endpoints.")
+    redirect_to = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        validators=[validate_local_path],
+        help_text="Where to go after signing in: a path on this service such as `/account/` (default).",
+    )
+
+    def validate(self, attrs):
+        given = [name for name in ("email", "user_id") if name in attrs]
+        if len(given) != 1:
+            rule, message = ("exclusive", "Give only one of") if given else ("required", "Give one of")
+            raise serializers.ValidationError(
+                {"user_id" if given else "email": [ErrorDetail(f"{message} 'email' and 'user_id'.", code=rule)]}
+            )
+        return attrs
+
+
+class SsoUserSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    email = serializers.EmailField()
+
+
+class SsoTokenSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="The one-time token; shown only in this response.")
+    login_url = serializers.URLField(help_text="Open this in the user's browser to sign them in.")
+    expires_at = serializers.DateTimeField()
+    user = SsoUserSerializer()
+
+
+class SsoTokenResponseSerializer(serializers.Serializer):
+    data = SsoTokenSerializer()
+
+
+class SsoTokensView(APIView):
+    required_scope = Scope.WRITE_SSO
+
+    @extend_schema(
+        operation_id="sso_tokens_create",
+        summary="Create a one-time single sign-on link for an active user of the organization.",
+        description=(
+            "Needs scope `write:sso`. The token is valid for `SSO_TOKEN_TTL` seconds (300 by default) and "
+            "works once: opening `login_url` (`GET /sso/login?token=...`) signs the user into the web app and "
+            "redirects to `redirect_to`. A key whose owner is not an admin may create tokens only for that "
+            "owner (`admin_required` otherwise)."
+        ),
+        request=SsoTokenCreateSerializer,
+        callbacks=user_events(EventKind.USER_LOGIN),
+        responses={
+            201: SsoTokenResponseSerializer,
+            403: error(
+                "The key lacks `write:sso`, or a non-admin key asks for another user.",
+                "insufficient_scope",
+                "admin_required",
+            ),
+            404: error("No such user in the key's organization.", "not_found"),
+            422: error("The user is not active (inactive, suspended or not yet accepted).", "user_not_active"),
+            **common_errors(scope=False, bad_request=True),
+        },
+        tags=["sso"],
+    )
+    def post(self, request):
+        body = SsoTokenCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        account = request.auth.account
+        if "email" in body.validated_data:
+            user = User.objects.filter(account=account, email__iexact=body.validated_data["email"]).first()
+        else:
+            user = User.objects.filter(account=account, pk=body.validated_data["user_id"]).first()
+        if user is None:
+            raise NotFound("No such user in this organization.")
+        if user.pk != request.user.pk:
+            require_account_admin(request.user)
+        token, raw = sso_token_create(
+            account=account, user=user, redirect_to=body.validated_data.get("redirect_to", ""), api_key=request.auth
+        )
+        login_url = f"{settings.SITE_URL}{reverse('sso-login')}?{urlencode({'token': raw})}"
+        data = {"token": raw, "login_url": login_url, "expires_at": token.expires_at, "user": user}
+        return Response({"data": SsoTokenSerializer(data).data}, status=status.HTTP_201_CREATED)

@@ -1,9 +1,12 @@
 import hashlib
 import secrets
+import unicodedata
 from datetime import datetime
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 
 
 class Plan(models.TextChoices):
@@ -94,3 +97,69 @@ class ApiKey(models.Model):
     @property
     def display_key(self) -> str:
         return f"{KEY_PREFIX}_{self.prefix}_…"
+
+
+SSO_TOKEN_PREFIX = "sso"  # noqa: S105 - a label, not a secret
+
+
+def is_local_path(value: str) -> bool:
+    """A path on this service: one leading slash, no scheme or host (not even through `//`, `/\\`
+    or characters browsers strip), so a redirect to it cannot leave the site."""
+    return (
+        value.startswith("/")
+        and not any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in value)
+        and url_has_allowed_host_and_scheme(value, allowed_hosts=None)
+    )
+
+
+def validate_local_path(value: str) -> None:
+    if value and not is_local_path(value):
+        raise ValidationError(
+            "Must be a path on this service, starting with a single '/' (for example '/account/').",
+            code="local_path",
+        )
+
+
+class SsoTokenState(models.TextChoices):
+    UNUSED = "unused", "Unused"
+    USED = "used", "Used"
+    EXPIRED = "expired", "Expired"
+
+
+class SsoToken(models.Model):
+    """A one-time sign-in link for a user. Only the SHA-256 of the token is stored; the token is
+    returned once, when created."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="sso_tokens")
+    user = models.ForeignKey("users.User", on_delete=models.CASCADE, related_name="sso_tokens")
+    api_key = models.ForeignKey(
+        ApiKey,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="sso_tokens",
+        help_text="The API key that created the token.",
+    )
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    redirect_to = models.CharField(max_length=2000, blank=True, validators=[validate_local_path])
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "SSO token"
+
+    def __str__(self) -> str:
+        return f"SSO token #{self.pk} for {self.user_id}"
+
+    def set_new_secret(self) -> str:
+        """Give the token a fresh secret and return it; only its hash is kept."""
+        raw = f"{SSO_TOKEN_PREFIX}_{secrets.token_urlsafe(32)}"
+        self.token_hash = hash_secret(raw)
+        return raw
+
+    def state(self, at: datetime | None = None) -> str:
+        if self.used_at is not None:
+            return SsoTokenState.USED
+        return SsoTokenState.EXPIRED if self.expires_at <= (at or timezone.now()) else SsoTokenState.UNUSED

@@ -1,11 +1,12 @@
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounts.models import ALL_SCOPES, Account, ApiKey
-from apps.api.exceptions import InvalidInput
+from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, hash_secret, validate_local_path
+from apps.api.exceptions import DomainError, Forbidden, Gone, InvalidInput, NotFound
 from apps.users.models import User
 
 
@@ -55,3 +56,62 @@ def api_key_touch(*, api_key: ApiKey) -> None:
         return
     ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
     api_key.last_used_at = now
+
+
+@transaction.atomic
+def sso_token_create(
+    *, account: Account, user: User, redirect_to: str = "", api_key: ApiKey | None = None
+) -> tuple[SsoToken, str]:
+    """Create a one-time sign-in token for an active user of the account; return it with the
+    token itself, which is shown to the caller only now."""
+    if user.account_id != account.id:
+        raise NotFound("No such user in this organization.")
+    if not user.is_active:
+        raise DomainError(f"{user.email} is {user.status}; only active users can sign in.", code="user_not_active")
+    try:
+        validate_local_path(redirect_to)
+    except ValidationError as exc:
+        raise InvalidInput(exc.messages[0], details={"field": "redirect_to", "rule": "local_path"}) from None
+    token = SsoToken(
+        account=account,
+        user=user,
+        api_key=api_key,
+        redirect_to=redirect_to,
+        expires_at=timezone.now() + timedelta(seconds=settings.SSO_TOKEN_TTL),
+    )
+    raw = token.set_new_secret()
+    token.save()
+    return token, raw
+
+
+def sso_token_redeem(*, raw: str) -> SsoToken:
+    """Use a token: return it (with its user) when it was unused, unexpired and its user is active.
+
+    Raises NotFound (unknown token), Gone (used or expired; codes `sso_token_used`,
+    `sso_token_expired`) or Forbidden (`user_not_active`). A token is used up by its first
+    redemption, successful or refused for an inactive user.
+    """
+    tokens = SsoToken.objects.select_related("user__account")
+    token = tokens.filter(token_hash=hash_secret(raw)).first() if raw else None
+    if token is None:
+        raise NotFound("This sign-in link is not valid.", code="sso_token_unknown")
+    now = timezone.now()
+    # One conditional UPDATE claims the token: of two concurrent redemptions the database lets
+    # exactly one change the row, so a token signs in at most once.
+    with transaction.atomic():
+        claimed = SsoToken.objects.filter(pk=token.pk, used_at__isnull=True, expires_at__gt=now).update(used_at=now)
+    if not claimed:
+        if token.expires_at <= now:
+            raise Gone("This sign-in link has expired.", code="sso_token_expired")
+        raise Gone("This sign-in link has already been used.", code="sso_token_used")
+    token.used_at = now
+    if not token.user.is_active:
+        raise Forbidden(f"The account of {token.user.email} is not active.", code="user_not_active")
+    return token
+
+
+def sso_tokens_prune(*, older_than_days: int | None = None) -> int:
+    """Delete tokens that expired more than the history window ago."""
+    days = older_than_days if older_than_days is not None else settings.SSO_TOKEN_HISTORY_DAYS
+    deleted, _ = SsoToken.objects.filter(expires_at__lt=timezone.now() - timedelta(days=days)).delete()
+    return deleted

@@ -3,6 +3,7 @@ from rest_framework import authentication, exceptions
 
 from apps.accounts.models import ApiKey, split_api_key
 from apps.accounts.services import api_key_touch
+from apps.api.ratelimit import enforce_account_budget
 
 INVALID_KEY_MESSAGE = "Invalid API key provided."
 
@@ -36,6 +37,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("This API key has expired.")
         if not api_key.user.is_active:
             raise exceptions.AuthenticationFailed("The user who owns this API key is not active.")
+        # Charged here, the moment the account is known and before any view's permission classes,
+        # so every authenticated request counts once (403s and 404s too) whatever the view declares.
+        enforce_account_budget(request._request, api_key.account)
         api_key_touch(api_key=api_key)
         return api_key.user, api_key
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey, Plan, Scope
 from apps.accounts.services import api_key_create, api_key_revoke
+from apps.posts.demo import seed_content
 from apps.users.models import Role, User, default_permissions_for
 
 DEMO_KEY_PREFIX = "demo:"
@@ -90,6 +91,8 @@ def seed_demo() -> dict:
                 "plan": account.plan,
                 "users": {str(role): user.email for role, user in users.items()},
                 "keys": _fresh_keys(account, users),
+                # "channels": {platform: id}, "posts": {case of the api channel: id}
+                **seed_content(account),
             }
         )
     password = secrets.token_urlsafe(12)

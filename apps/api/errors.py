@@ -2,7 +2,9 @@
 
 import logging
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions
@@ -23,6 +25,7 @@ STATUS_CODES = {
     405: "method_not_allowed",
     406: "not_acceptable",
     409: "conflict",
+    411: "length_required",
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "unprocessable_entity",
@@ -32,6 +35,10 @@ STATUS_CODES = {
 }
 
 GENERIC_CODES = {"error", "invalid", "permission_denied", "not_authenticated", "authentication_failed"}
+
+
+def payload_too_large_message() -> str:
+    return f"The request body is larger than the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
 
 
 def envelope(code: str, message: str, details: dict | None = None) -> dict:
@@ -75,6 +82,8 @@ def exception_handler(exc, context):
     set_rollback()
     if isinstance(exc, DomainError):
         return error_response(exc.status_code, exc.code, exc.message, exc.details)
+    if isinstance(exc, RequestDataTooBig):
+        return error_response(413, STATUS_CODES[413], payload_too_large_message())
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -108,29 +117,32 @@ def exception_handler(exc, context):
     return error_response(500, "internal_error", "Internal server error.")
 
 
-def _is_api_path(request) -> bool:
+def is_api_path(request) -> bool:
     path = request.path
     return len(path) > 2 and path[1] == "v" and path[2].isdigit()
 
 
-def _json_error(status: int, message: str) -> JsonResponse:
-    return JsonResponse(envelope(STATUS_CODES[status], message), status=status)
+def json_error(status: int, message: str, headers: dict | None = None) -> JsonResponse:
+    """The envelope outside DRF views (middleware and Django's handlers)."""
+    return JsonResponse(envelope(STATUS_CODES[status], message), status=status, headers=headers)
 
 
 # Django-level handlers for errors raised outside DRF views (middleware, URL resolution).
 def bad_request(request, exception, template_name="400.html"):
-    if _is_api_path(request):
-        return _json_error(400, "Bad request.")
+    if is_api_path(request):
+        if isinstance(exception, RequestDataTooBig):
+            return json_error(413, payload_too_large_message())
+        return json_error(400, "Bad request.")
     return defaults.bad_request(request, exception)
 
 
 def page_not_found(request, exception, template_name="404.html"):
-    if _is_api_path(request):
-        return _json_error(404, "Resource not found.")
+    if is_api_path(request):
+        return json_error(404, "Resource not found.")
     return defaults.page_not_found(request, exception)
 
 
 def server_error(request, template_name="500.html"):
-    if _is_api_path(request):
-        return _json_error(500, "Internal server error.")
+    if is_api_path(request):
+        return json_error(500, "Internal server error.")
     return defaults.server_error(request)

@@ -29,3 +29,20 @@ class InvalidInput(DomainError):
 
     status_code = 400
     code = "VALIDATION_ERROR"
+
+
+class Forbidden(DomainError):
+    status_code = 403
+    code = "permission_denied"
+
+
+class Gone(DomainError):
+    status_code = 410
+    code = "gone"
+
+
+class Unavailable(DomainError):
+    """A service the change depends on (the mail server, for example) did not answer; nothing was changed."""
+
+    status_code = 503
+    code = "service_unavailable"

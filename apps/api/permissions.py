@@ -1,6 +1,7 @@
 from rest_framework import exceptions, permissions
 
 from apps.accounts.models import ApiKey
+from apps.users.models import Role
 
 
 def required_scope_of(view, method: str) -> str | None:
@@ -23,4 +24,24 @@ class HasRequiredScope(permissions.BasePermission):
             raise exceptions.PermissionDenied(
                 f"This API key lacks the scope '{scope}' that this endpoint requires.", code="insufficient_scope"
             )
+        return True
+
+
+def require_account_admin(user) -> None:
+    """The "admin only" rule of the Users endpoints: the API key's owner has role admin in the
+    key's account (a key's owner always belongs to the key's account)."""
+    if user.role != Role.ADMIN:
+        raise exceptions.PermissionDenied(
+            "Only a user with role 'admin' may do this; the owner of this API key is not one.", code="admin_required"
+        )
+
+
+class IsAccountAdmin(permissions.BasePermission):
+    """For views of which some methods are admin only: they list them in `admin_methods`
+    (absent: every method)."""
+
+    def has_permission(self, request, view) -> bool:
+        methods = getattr(view, "admin_methods", None)
+        if methods is None or request.method in methods:
+            require_account_admin(request.user)
         return True

@@ -58,7 +58,11 @@ UNAUTHORIZED = error("Missing, malformed, unknown, expired or revoked API key.",
 FORBIDDEN_SCOPE = error("The key lacks the endpoint's scope; the message names it.", "insufficient_scope")
 NOT_FOUND = error("No such resource in the key's account.", "not_found")
 BAD_REQUEST = error("Invalid query or body; `details` names the field and rule.", "VALIDATION_ERROR")
-RATE_LIMITED = error("Too many requests.", "rate_limit_exceeded")
+RATE_LIMITED_DESCRIPTION = (
+    "Rate limit exceeded: the account's hourly budget, or, for every request from an address, its budget "
+    "of failed authentications. `Retry-After` says when to try again."
+)
+RATE_LIMITED = error(RATE_LIMITED_DESCRIPTION, "rate_limit_exceeded")
 
 
 def common_errors(*, scope: bool = True, not_found: bool = False, bad_request: bool = False) -> dict:
@@ -70,3 +74,105 @@ def common_errors(*, scope: bool = True, not_found: bool = False, bad_request: b
     if bad_request:
         responses[400] = BAD_REQUEST
     return responses
+
+
+# --- The HTTP layer every operation shares (apps/api/middleware.py, apps/api/ratelimit.py) ---
+
+RATE_LIMIT_HEADERS = {
+    "X-RateLimit-Limit": {
+        "description": (
+            "Requests allowed in the current clock hour: the account's plan limit when a valid key was "
+            "sent, otherwise the client address's limit of failed authentications. `unlimited` for plans "
+            "without a limit, which then get neither `X-RateLimit-Remaining` nor `X-RateLimit-Reset`."
+        ),
+        "required": True,
+        "schema": {"type": "string", "pattern": "^([0-9]+|unlimited)$", "example": "1000"},
+    },
+    "X-RateLimit-Remaining": {
+        "description": (
+            "Requests left in the current hour. Absent when the limit is `unlimited`, and while the "
+            "rate-limit store is unreachable (the API then serves without limits)."
+        ),
+        "schema": {"type": "integer", "minimum": 0, "example": 999},
+    },
+    "X-RateLimit-Reset": {
+        "description": "Unix time at which the current hour's window ends and the budget is full again.",
+        "schema": {"type": "integer", "example": 1767229200},
+    },
+}
+SHARED_HEADERS = {
+    **RATE_LIMIT_HEADERS,
+    "X-API-Version": {
+        "description": "The API version that answered.",
+        "required": True,
+        "schema": {"type": "string", "enum": ["1"]},
+    },
+}
+EXTRA_HEADERS = {
+    "Retry-After": {"description": "Seconds until the budget is full again.", "schema": {"type": "integer"}},
+    "ETag": {
+        "description": "Strong validator of the representation; send it back in `If-None-Match`.",
+        "schema": {"type": "string", "example": '"5d41402abc4b2a76b9719d911017c592"'},
+    },
+}
+IF_NONE_MATCH = {
+    "name": "If-None-Match",
+    "in": "header",
+    "required": False,
+    "description": "An `ETag` from an earlier response: 304 without a body while the representation is unchanged.",
+    "schema": {"type": "string"},
+}
+HTTP_ERRORS = {
+    "406": ("The Accept header allows no JSON (`application/json`, `application/*` and `*/*` do).", "not_acceptable"),
+    "429": (RATE_LIMITED_DESCRIPTION, "rate_limit_exceeded"),
+}
+BODY_ERRORS = {
+    "411": ("A body sent without Content-Length (chunked).", "length_required"),
+    "413": ("The body is larger than the limit (MAX_REQUEST_BODY_BYTES, 1 MiB by default).", "payload_too_large"),
+    "415": ("The body is not JSON (`Content-Type: application/json`).", "unsupported_media_type"),
+}
+
+
+def _error_response(description: str, code: str) -> dict:
+    return {
+        "description": f"{description} Codes: `{code}`.",
+        "content": {
+            "application/json": {
+                "schema": {"$ref": "#/components/schemas/Error"},
+                "examples": {code: {"value": {"error": {"code": code, "message": "..."}}}},
+            }
+        },
+    }
+
+
+def _header_refs(*names: str) -> dict:
+    return {name: {"$ref": f"#/components/headers/{name}"} for name in names}
+
+
+def add_http_layer(result, generator, request, public):
+    """drf-spectacular postprocessing hook: the rate-limit and version headers on every response,
+    the 406/429 (and, with a body, 411/413/415) errors, and conditional GET, on every operation."""
+    components = result.setdefault("components", {})
+    components.setdefault("headers", {}).update({**SHARED_HEADERS, **EXTRA_HEADERS})
+    for methods in result.get("paths", {}).values():
+        for method, operation in methods.items():
+            responses = operation.setdefault("responses", {})
+            errors = {**HTTP_ERRORS, **(BODY_ERRORS if "requestBody" in operation else {})}
+            for status, (description, code) in errors.items():
+                responses.setdefault(status, _error_response(description, code))
+            if method == "get":
+                parameters = operation.setdefault("parameters", [])
+                if not any(p.get("name") == IF_NONE_MATCH["name"] for p in parameters):
+                    parameters.append(dict(IF_NONE_MATCH))
+                responses.setdefault(
+                    "304",
+                    {"description": "Not modified: the `ETag` still matches `If-None-Match`. No body."},
+                )
+            for status, response in responses.items():
+                headers = response.setdefault("headers", {})
+                headers.update(_header_refs(*SHARED_HEADERS))
+                if status == "429":
+                    headers.update(_header_refs("Retry-After"))
+                if method == "get" and (status.startswith("2") or status == "304"):
+                    headers.update(_header_refs("ETag"))
+    return result

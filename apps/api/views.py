@@ -5,9 +5,11 @@ from rest_framework.views import APIView
 
 @extend_schema(exclude=True)
 class UnknownPathView(APIView):
-    """Answers every unmatched path under /v<N>/ with the JSON 404, whatever the method."""
+    """Answers every unmatched path under /v<N>/ with the JSON 404, whatever the method.
 
-    authentication_classes: list = []
+    A key, when one is sent, is still checked (and charged to the account's rate limit, like any
+    other request with a key); no key is needed for the 404."""
+
     permission_classes: list = []
 
     def http_method_not_allowed(self, request, *args, **kwargs):

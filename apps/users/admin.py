@@ -1,18 +1,142 @@
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.db import transaction
 
-from apps.users.models import User
+from apps.api.admin import DomainErrorsAsMessages
+from apps.api.exceptions import DomainError
+from apps.users.models import Permission, Status, User
+from apps.users.services import UPDATABLE_FIELDS, user_create, user_delete, user_invite, user_update
+
+# Flags without rules of their own, saved as they are.
+PLAIN_FIELDS = ("is_staff", "is_superuser")
+
+
+def permissions_field(help_text: str) -> forms.MultipleChoiceField:
+    return forms.MultipleChoiceField(
+        choices=Permission.choices, widget=forms.CheckboxSelectMultiple, required=False, help_text=help_text
+    )
+
+
+class UserAddForm(forms.ModelForm):
+    permissions = permissions_field("Leave all unticked for the role's default permissions.")
+    send_invitation = forms.BooleanField(
+        required=False, initial=True, help_text="E-mail a link to set a password; the user stays invited until then."
+    )
+
+    class Meta:
+        model = User
+        fields = ("account", "email", "name", "role", "permissions", "metadata")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["account"].required = True
+
+
+class UserChangeForm(forms.ModelForm):
+    permissions = permissions_field("Changing only the role resets these to the new role's defaults.")
+
+    class Meta:
+        model = User
+        fields = (
+            "name",
+            "role",
+            "status",
+            "permissions",
+            "timezone",
+            "language",
+            "notification_preferences",
+            "metadata",
+            *PLAIN_FIELDS,
+        )
 
 
 @admin.register(User)
-class UserAdmin(admin.ModelAdmin):
-    list_display = ("email", "name", "account", "role", "status", "last_login", "is_staff")
+class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
+    """Changes with rules (role, status, permissions, profile) go through the same services as the
+    API: last-admin protection, validation and the user.* webhook events."""
+
+    list_display = ("email", "name", "account", "role", "status", "permission_list", "last_login", "is_staff")
     list_filter = ("role", "status", "account", "is_staff")
     search_fields = ("email", "name")
     list_select_related = ("account",)
     readonly_fields = ("last_login", "created_at", "updated_at", "invitation_sent_at")
+    actions = ["suspend_selected", "activate_selected", "resend_invitation"]
+    add_fieldsets = (
+        (None, {"fields": ("account", "email", "name")}),
+        ("Access", {"fields": ("role", "permissions", "send_invitation")}),
+        ("Profile", {"fields": ("metadata",)}),
+    )
     fieldsets = (
         (None, {"fields": ("email", "name", "account")}),
         ("Access", {"fields": ("role", "status", "permissions", "is_staff", "is_superuser")}),
         ("Profile", {"fields": ("timezone", "language", "notification_preferences", "metadata")}),
         ("Dates", {"fields": ("last_login", "invitation_sent_at", "created_at", "updated_at")}),
     )
+
+    @admin.display(description="permissions")
+    def permission_list(self, obj: User) -> str:
+        return ", ".join(obj.permissions) or "—"
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        kwargs["form"] = UserChangeForm if obj else UserAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request, obj=None):
+        return self.fieldsets if obj else self.add_fieldsets
+
+    def get_readonly_fields(self, request, obj=None):
+        # The e-mail is the sign-in name and the organization is fixed once the user exists.
+        return (*self.readonly_fields, "email", "account") if obj else ()
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        if not change:
+            created = user_create(
+                account=data["account"],
+                email=data["email"],
+                name=data["name"],
+                role=data["role"],
+                permissions=data["permissions"] or None,
+                metadata=data["metadata"],
+                send_invitation=data["send_invitation"],
+            )
+            obj.pk, obj._state.adding = created.pk, False
+            return
+        governed = {field: data[field] for field in form.changed_data if field in UPDATABLE_FIELDS}
+        if governed:
+            user_update(user=obj, **governed)
+        plain = {field: data[field] for field in form.changed_data if field in PLAIN_FIELDS}
+        if plain:
+            User.objects.filter(pk=obj.pk).update(**plain)
+
+    def delete_model(self, request, obj):
+        user_delete(user=obj)
+
+    def delete_queryset(self, request, queryset):
+        # All or none: a refused deletion (the last admin) leaves every selected user in place.
+        with transaction.atomic():
+            for user in queryset:
+                user_delete(user=user)
+
+    def _each(self, request, queryset, change, done: str) -> None:
+        count = 0
+        for user in queryset:
+            try:
+                change(user)
+                count += 1
+            except DomainError as exc:
+                self.message_user(request, exc.message, level=messages.ERROR)
+        if count:
+            self.message_user(request, f"{done} {count} user(s).")
+
+    @admin.action(description="Suspend selected users")
+    def suspend_selected(self, request, queryset):
+        self._each(request, queryset, lambda user: user_update(user=user, status=Status.SUSPENDED), "Suspended")
+
+    @admin.action(description="Activate selected users")
+    def activate_selected(self, request, queryset):
+        self._each(request, queryset, lambda user: user_update(user=user, status=Status.ACTIVE), "Activated")
+
+    @admin.action(description="Send the invitation e-mail again")
+    def resend_invitation(self, request, queryset):
+        self._each(request, queryset, lambda user: user_invite(user=user), "Sent an invitation to")

@@ -1,5 +1,13 @@
+import json
+import re
+import zoneinfo
+from datetime import datetime
+from functools import cache
+
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.contrib.auth.models import PermissionsMixin
+from django.core.exceptions import ValidationError
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 
@@ -14,6 +22,14 @@ class Status(models.TextChoices):
     INACTIVE = "inactive", "Inactive"
     INVITED = "invited", "Invited"
     SUSPENDED = "suspended", "Suspended"
+
+
+class LoginMethod(models.TextChoices):
+    """How a user signed in: the `via` of the user.login event."""
+
+    SSO = "sso", "Single sign-on token"
+    ADMIN = "admin", "Admin site"
+    PASSWORD = "password", "Password sign-in page"
 
 
 class Permission(models.TextChoices):
@@ -44,6 +60,79 @@ def default_permissions_for(role: str) -> list[str]:
 
 def default_notification_preferences() -> dict:
     return {"email": True, "push": False}
+
+
+NOTIFICATION_CHANNELS = ("email", "push")
+METADATA_MAX_BYTES = 16 * 1024
+# BCP 47 without the rarely used extlang and extension subtags: language, optional script,
+# optional region, variants, optional private use ("en", "en-GB", "zh-Hant-TW", "de-CH-1996").
+LANGUAGE_TAG = re.compile(
+    r"^[A-Za-z]{2,3}(-[A-Za-z]{4})?(-(?:[A-Za-z]{2}|[0-9]{3}))?(-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*"
+    r"(-x(-[A-Za-z0-9]{1,8})+)?$"
+)
+
+
+@cache
+def _timezones() -> frozenset[str]:
+    # available_timezones() walks the tz database on every call.
+    return frozenset(zoneinfo.available_timezones())
+
+
+def validate_timezone(value: str) -> None:
+    if value not in _timezones():
+        raise ValidationError(f"'{value}' is not an IANA time zone (e.g. 'Europe/Berlin').", code="timezone")
+
+
+def validate_language(value: str) -> None:
+    if len(value) > 35 or not LANGUAGE_TAG.match(value):
+        raise ValidationError(f"'{value}' is not a language tag (e.g. 'en', 'en-GB').", code="language_tag")
+
+
+def validate_permissions(value) -> None:
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise ValidationError("Permissions must be a list of permission names.", code="not_a_list")
+    unknown = sorted(set(value) - set(Permission.values))
+    if unknown:
+        raise ValidationError(f"Unknown permissions: {', '.join(unknown)}.", code="invalid_choice")
+
+
+def validate_metadata(value) -> None:
+    if not isinstance(value, dict):
+        raise ValidationError("Metadata must be a JSON object.", code="not_a_dict")
+    size = len(json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > METADATA_MAX_BYTES:
+        raise ValidationError(
+            f"Metadata is {size} bytes of JSON; at most {METADATA_MAX_BYTES} are allowed.", code="max_size"
+        )
+
+
+def validate_notification_preferences(value) -> None:
+    if (
+        not isinstance(value, dict)
+        or set(value) != set(NOTIFICATION_CHANNELS)
+        or not all(isinstance(v, bool) for v in value.values())
+    ):
+        raise ValidationError(
+            "Notification preferences must be an object with the booleans 'email' and 'push'.", code="invalid"
+        )
+
+
+def canonical_permissions(permissions: list[str]) -> list[str]:
+    """Without repeats, known ones in the order of the permission list; unknown ones are kept (at
+    the end) so that validation still sees them."""
+    chosen = set(permissions)
+    return [p for p in Permission.values if p in chosen] + sorted(chosen - set(Permission.values))
+
+
+def parse_user_id(value) -> int | None:
+    """The API's user id is the integer key as a string; anything else names no user."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    text = str(value)
+    # Longer numbers overflow the database's 64-bit key instead of simply matching nothing.
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
+        return None
+    return int(text)
 
 
 class UserManager(BaseUserManager):
@@ -82,11 +171,13 @@ class User(AbstractBaseUser, PermissionsMixin):
     name = models.CharField(max_length=200, blank=True)
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
-    permissions = models.JSONField(default=list, blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
-    timezone = models.CharField(max_length=64, default="UTC")
-    language = models.CharField(max_length=35, default="en")
-    notification_preferences = models.JSONField(default=default_notification_preferences)
+    permissions = models.JSONField(default=list, blank=True, validators=[validate_permissions])
+    metadata = models.JSONField(default=dict, blank=True, validators=[validate_metadata])
+    timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
+    language = models.CharField(max_length=35, default="en", validators=[validate_language])
+    notification_preferences = models.JSONField(
+        default=default_notification_preferences, validators=[validate_notification_preferences]
+    )
     invitation_sent_at = models.DateTimeField(null=True, blank=True)
     is_staff = models.BooleanField(default=False, help_text="May log in to the admin site.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -111,6 +202,20 @@ class User(AbstractBaseUser, PermissionsMixin):
         # and not-yet-accepted users can neither log in nor use a session.
         return self.status == Status.ACTIVE
 
+    @property
+    def is_active_admin(self) -> bool:
+        return self.role == Role.ADMIN and self.status == Status.ACTIVE
+
     def set_role(self, role: str, permissions: list[str] | None = None) -> None:
         self.role = role
-        self.permissions = list(permissions) if permissions is not None else default_permissions_for(role)
+        self.permissions = (
+            canonical_permissions(permissions) if permissions is not None else default_permissions_for(role)
+        )
+
+    def mark_invited(self, at: datetime) -> None:
+        self.status = Status.INVITED
+        self.invitation_sent_at = at
+
+    def accept_invitation(self, raw_password: str) -> None:
+        self.set_password(raw_password)
+        self.status = Status.ACTIVE

@@ -1,0 +1,47 @@
+"""The web app's sign-in pages: one-time SSO links, the password sign-in page, and the page a
+signed-in user lands on."""
+
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render, resolve_url
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from apps.accounts.models import is_local_path
+from apps.accounts.services import sso_token_redeem
+from apps.api.exceptions import DomainError
+from apps.users.models import LoginMethod
+from apps.users.services import user_record_login
+
+
+@never_cache
+@require_GET
+def sso_login(request):
+    """`GET /sso/login?token=...`: sign the token's user in once, then redirect. A missing,
+    unknown, used or expired token (or an inactive user) gets an error page and no session."""
+    try:
+        token = sso_token_redeem(raw=request.GET.get("token", ""))
+    except DomainError as exc:
+        context = {"code": exc.code, "message": exc.message}
+        return render(request, "accounts/sso_error.html", context, status=exc.status_code)
+    login(request, token.user, backend="django.contrib.auth.backends.ModelBackend")
+    user_record_login(user=token.user, via=LoginMethod.SSO)
+    # Checked when the token was created; checked again because this is where an open redirect would happen.
+    target = token.redirect_to if is_local_path(token.redirect_to) else resolve_url("web-home")
+    return redirect(target)
+
+
+class SignInView(auth_views.LoginView):
+    template_name = "web/login.html"
+    redirect_authenticated_user = True
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        user_record_login(user=form.get_user(), via=LoginMethod.PASSWORD)
+        return response
+
+
+@login_required
+def home(request):
+    return render(request, "web/home.html")

@@ -1,0 +1,153 @@
+"""The HTTP layer: rules that hold for every response, whichever view (or none) produced it."""
+
+import logging
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth.signals import user_login_failed
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, reverse
+from django.utils.cache import patch_cache_control, patch_vary_headers
+
+from apps.api import ratelimit
+from apps.api.errors import is_api_path, json_error, payload_too_large_message
+
+logger = logging.getLogger(__name__)
+
+API_VERSION = "1"
+
+# HTML pages (the admin, the API docs) load scripts, styles and images from this site only. The
+# docs page has an inline <style> block, hence 'unsafe-inline' for styles; never for scripts.
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
+# Everything else is data that no browser should render, load anything for, or frame.
+DATA_CSP = "default-src 'none'; frame-ancestors 'none'"
+
+
+class SecurityHeadersMiddleware:
+    """X-API-Version and a Content-Security-Policy on every response (Django's SecurityMiddleware
+    and XFrameOptionsMiddleware add HSTS, nosniff, the referrer policy and X-Frame-Options)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        response.headers.setdefault("X-API-Version", API_VERSION)
+        is_html = response.get("Content-Type", "").startswith("text/html")
+        response.headers.setdefault("Content-Security-Policy", PAGE_CSP if is_html else DATA_CSP)
+        return response
+
+
+def content_length(request) -> int:
+    try:
+        return max(0, int(request.META.get("CONTENT_LENGTH") or 0))
+    except ValueError:
+        return 0
+
+
+class ApiHttpMiddleware:
+    """Every request under /v<N>/: the failed-authentication block of its address, the body limits
+    (411, 413, 415) and, on the way out, the rate-limit headers, `Vary` and `Cache-Control`.
+
+    The account budget is charged by the authentication class, which is where the account becomes
+    known (see ratelimit.enforce_account_budget); a response that was not charged to an account
+    reports the address's budget of failed authentications, and a 401 is counted in it.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not is_api_path(request):
+            return self.get_response(request)
+        address = ratelimit.client_address(request)
+        failures = ratelimit.auth_failures(address)
+        if failures.exhausted:
+            response = json_error(
+                429,
+                f"Too many failed authentications from this address ({failures.limit} per hour).",
+                headers={"Retry-After": str(failures.retry_after())},
+            )
+        else:
+            response = self.refuse_body(request) or self.get_response(request)
+
+        budget = getattr(request, ratelimit.REQUEST_ATTRIBUTE, None)
+        if budget is None:
+            budget = failures
+            if response.status_code == 401:
+                budget = ratelimit.auth_failures(address, count=True)
+                if budget.exhausted and budget.used == budget.limit:
+                    logger.warning("Address %s reached the limit of %s failed authentications", address, budget.limit)
+        for name, value in budget.headers().items():
+            response[name] = value
+        patch_vary_headers(response, ["Authorization"])
+        if not response.has_header("Cache-Control"):
+            # The representation depends on the key: only the client may keep it, and it revalidates
+            # with the ETag before reuse.
+            patch_cache_control(response, private=True, no_cache=True)
+        return response
+
+    @staticmethod
+    def refuse_body(request):
+        """411/413 from the headers alone, before anything reads the body. DRF's parsers stream the
+        body straight from the request, past Django's own DATA_UPLOAD_MAX_MEMORY_SIZE check."""
+        length = content_length(request)
+        if "HTTP_TRANSFER_ENCODING" in request.META and not length:
+            # Django reads no body without Content-Length: a chunked body would silently become empty.
+            return json_error(411, "Send the request body with a Content-Length header (chunked bodies are refused).")
+        if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            return json_error(413, payload_too_large_message())
+        return None
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        """415 for a body none of the view's parsers accepts, even when the view never reads it."""
+        view_class = getattr(view_func, "cls", None)  # set by DRF's as_view()
+        if view_class is None or not is_api_path(request) or not content_length(request):
+            return None
+        view = view_class(**view_func.initkwargs)
+        if view.get_content_negotiator().select_parser(request, view.get_parsers()) is None:
+            media_type = request.META.get("CONTENT_TYPE") or "none"
+            return json_error(
+                415, f"Unsupported media type {media_type!r}: send the body as JSON (Content-Type: application/json)."
+            )
+        return None
+
+
+def admin_login_path() -> str | None:
+    try:
+        return reverse("admin:login")
+    except NoReverseMatch:  # a URL configuration without the admin (some tests use their own)
+        return None
+
+
+def count_failed_login(sender, credentials, request=None, **kwargs) -> None:
+    if request is not None:
+        ratelimit.admin_login_failures(ratelimit.client_address(request), count=True)
+
+
+class AdminLoginThrottleMiddleware:
+    """Login attempts on the admin site from an address with ADMIN_LOGIN_FAILURE_LIMIT failures in
+    the current window get 429 without the password being checked."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        # Failures are counted only where the throttle is installed.
+        user_login_failed.connect(count_failed_login, dispatch_uid="apps.api.middleware.count_failed_login")
+
+    def __call__(self, request):
+        if request.method == "POST" and request.path == admin_login_path():
+            failures = ratelimit.admin_login_failures(ratelimit.client_address(request))
+            if failures.exhausted:
+                retry_after = failures.retry_after()
+                response = TemplateResponse(
+                    request,
+                    "admin/login_throttled.html",
+                    {**admin.site.each_context(request), "retry_minutes": -(-retry_after // 60)},
+                    status=429,
+                    headers={"Retry-After": str(retry_after)},
+                )
+                return response.render()
+        return self.get_response(request)

@@ -1,0 +1,45 @@
+"""Strict request fields: JSON bodies are typed, so a number where a string belongs (or a string
+where a boolean belongs) is a validation error instead of being coerced, and an unknown key is
+reported instead of being silently ignored."""
+
+from collections.abc import Mapping
+
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+
+
+class _StringOnly:
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(_StringOnly, serializers.CharField):
+    default_error_messages = {"invalid": "Must be a string."}
+
+
+class StrictEmailField(_StringOnly, serializers.EmailField):
+    pass
+
+
+class StrictBooleanField(serializers.BooleanField):
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictSerializer(serializers.Serializer):
+    """Rejects keys it does not declare (rule `unknown_field`)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = sorted(str(key) for key in set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {key: [ErrorDetail("Unknown field.", code="unknown_field")] for key in unknown}
+                )
+        return super().to_internal_value(data)

@@ -1,0 +1,66 @@
+from django import forms
+from django.contrib import admin
+from django.db.models import Count
+
+from apps.channels.models import Channel, Team
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ("name", "account", "channel_count", "created_at")
+    list_filter = ("account",)
+    search_fields = ("name",)
+    list_select_related = ("account",)
+    readonly_fields = ("created_at", "updated_at")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(channel_count=Count("channels"))
+
+    @admin.display(description="channels", ordering="channel_count")
+    def channel_count(self, obj: Team) -> int:
+        return obj.channel_count
+
+    def get_readonly_fields(self, request, obj=None):
+        # A team's channels belong to its account; moving the team would mix accounts.
+        return (*self.readonly_fields, "account") if obj else self.readonly_fields
+
+
+class ChannelForm(forms.ModelForm):
+    class Meta:
+        model = Channel
+        fields = ("account", "team", "title", "platform", "image_width")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and "team" in self.fields:
+            self.fields["team"].queryset = Team.objects.filter(account_id=self.instance.account_id)
+        elif "team" in self.fields:
+            self.fields["team"].queryset = Team.objects.select_related("account")
+            self.fields["team"].label_from_instance = lambda team: f"{team.name} ({team.account})"
+
+
+@admin.register(Channel)
+class ChannelAdmin(admin.ModelAdmin):
+    form = ChannelForm
+    list_display = ("title", "platform", "team", "account", "posts_count", "updated_at")
+    list_filter = ("platform", "team", "account")
+    search_fields = ("title", "team__name")
+    list_select_related = ("account", "team")
+    readonly_fields = ("posts_count", "created_at", "updated_at")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).with_posts_count()
+
+    @admin.display(description="posts", ordering="posts_count")
+    def posts_count(self, obj: Channel) -> int:
+        return obj.posts_count
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(self.readonly_fields)
+        if obj:
+            # Moving a channel would hand its posts to another account.
+            fields.append("account")
+            if obj.posts.exists():
+                # Posts' statuses and publication records depend on how the channel publishes.
+                fields.append("platform")
+        return fields

@@ -1,0 +1,83 @@
+from django.apps import apps
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models.functions import Coalesce
+
+
+class Platform(models.TextChoices):
+    BLOG = "blog", "Blog"
+    GIT = "git", "Git"
+    LINKEDIN = "linkedin", "LinkedIn"
+    API = "api", "API (external publishing)"
+
+
+DEFAULT_IMAGE_WIDTH = 1200
+
+
+class Team(models.Model):
+    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="teams")
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["account", "name"], name="team_unique_name_per_account")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ChannelQuerySet(models.QuerySet):
+    def of_account(self, account_id: int) -> "ChannelQuerySet":
+        return self.filter(account_id=account_id)
+
+    def with_posts_count(self) -> "ChannelQuerySet":
+        """The list form: team joined, `posts_count` computed in the same query.
+
+        A correlated subquery rather than COUNT over a join: the database counts only the
+        channels of the page it returns, through the (channel, id) index of posts.
+        """
+        post_model = apps.get_model("posts", "Post")
+        counts = (
+            post_model.objects.filter(channel=models.OuterRef("pk"))
+            .order_by()
+            .values("channel")
+            .annotate(n=models.Count("pk"))
+            .values("n")
+        )
+        return self.select_related("team").annotate(
+            posts_count=Coalesce(models.Subquery(counts, output_field=models.IntegerField()), 0)
+        )
+
+
+class Channel(models.Model):
+    """A publishing destination of an account. Its platform decides how its posts get published:
+    `api` channels through the external confirmation workflow, the others directly."""
+
+    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="channels")
+    team = models.ForeignKey(Team, on_delete=models.SET_NULL, null=True, blank=True, related_name="channels")
+    title = models.CharField(max_length=200)
+    platform = models.CharField(max_length=16, choices=Platform.choices)
+    image_width = models.PositiveIntegerField(
+        default=DEFAULT_IMAGE_WIDTH, help_text="Default image width in pixels for this channel."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ChannelQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["account", "id"], name="channel_account_id")]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.platform})"
+
+    @property
+    def publishes_externally(self) -> bool:
+        return self.platform == Platform.API
+
+    def clean(self) -> None:
+        if self.team_id and self.account_id and self.team.account_id != self.account_id:
+            raise ValidationError({"team": "The team must belong to the channel's account."})

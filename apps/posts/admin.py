@@ -1,0 +1,213 @@
+"""The content side of the web app. Every change of a post goes through apps/posts/services.py:
+content through post_create / post_update_content (one call per save, so a save is one content
+change), status and schedule through post_set_status, the `api` workflow through its functions."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.db import models
+from django.http import HttpResponseRedirect
+
+from apps.api.exceptions import DomainError
+from apps.posts.models import ApiPublication, Media, Post, Tag
+from apps.posts.services import (
+    CONTENT_FIELDS,
+    MEDIA_INPUT_FIELDS,
+    MediaInput,
+    check_tags_of_account,
+    post_create,
+    post_mark_publishing_pending,
+    post_publish,
+    post_set_status,
+    post_unpublish,
+    post_update_content,
+)
+
+
+@admin.register(Tag)
+class TagAdmin(admin.ModelAdmin):
+    list_display = ("name", "account", "created_at")
+    list_filter = ("account",)
+    search_fields = ("name",)
+    list_select_related = ("account",)
+
+
+class MediaInline(admin.TabularInline):
+    model = Media
+    fields = ("position", *MEDIA_INPUT_FIELDS)
+    extra = 0
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+
+class ApiPublicationInline(admin.StackedInline):
+    """The API publication record, read-only: only the workflow writes it."""
+
+    model = ApiPublication
+    fields = readonly_fields = ("created_at", "confirmed_at", "external_id", "external_url")
+    can_delete = False
+    extra = 0
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class PostForm(forms.ModelForm):
+    class Meta:
+        model = Post
+        fields = ("channel", *CONTENT_FIELDS, "tags", "publication_status", "scheduled_at")
+        widgets = {
+            "teaser": forms.Textarea(attrs={"rows": 3}),
+            "meta_description": forms.Textarea(attrs={"rows": 3}),
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        tags = self.fields.get("tags")
+        if tags is None:
+            return
+        if self.instance.pk:
+            tags.queryset = Tag.objects.filter(account_id=self.instance.channel.account_id)
+        else:
+            tags.queryset = Tag.objects.select_related("account")
+            tags.label_from_instance = lambda tag: f"{tag.name} ({tag.account})"
+
+    def clean(self):
+        cleaned = super().clean()
+        channel = cleaned.get("channel") or (self.instance.channel if self.instance.pk else None)
+        if channel is not None and cleaned.get("tags") is not None:
+            try:
+                check_tags_of_account(cleaned["tags"], channel.account_id)
+            except DomainError as exc:
+                self.add_error("tags", exc.message)
+        return cleaned
+
+
+def media_inputs(formset) -> list[MediaInput]:
+    """The media inline as the service's list: kept and new items, in the editor's order."""
+    items = []
+    for index, form in enumerate(formset.forms):
+        if not form.has_changed() and form.instance.pk is None:
+            continue  # an empty extra row
+        data = form.cleaned_data
+        if data.get("DELETE"):
+            continue
+        item = MediaInput(id=form.instance.pk, **{name: data.get(name) for name in MEDIA_INPUT_FIELDS})
+        items.append((data.get("position") or 0, index, item))
+    return [item for _, _, item in sorted(items, key=lambda entry: entry[:2])]
+
+
+@admin.register(Post)
+class PostAdmin(admin.ModelAdmin):
+    form = PostForm
+    inlines = [MediaInline, ApiPublicationInline]
+    list_display = (
+        "title", "channel", "platform", "team", "publication_status", "scheduled_at", "published_at", "updated_at",
+    )  # fmt: skip
+    list_filter = ("publication_status", "channel__platform", "channel__team", "channel")
+    search_fields = ("title", "slug", "teaser", "external_id")
+    list_select_related = ("channel", "channel__team")
+    filter_horizontal = ("tags",)
+    prepopulated_fields = {"slug": ("title",)}
+    readonly_fields = ("published_at", "external_id", "external_url", "created_at", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("channel", "title", "slug", "teaser", "body", "tags")}),
+        ("SEO", {"fields": ("meta_title", "meta_description")}),
+        ("Scheduling and publication", {"fields": ("publication_status", "scheduled_at", "published_at")}),
+        ("External publication (api channels)", {"fields": ("external_id", "external_url")}),
+        ("Dates", {"fields": ("created_at", "updated_at")}),
+    )
+    actions = ["mark_publishing_pending", "confirm_publication", "unpublish"]
+
+    @admin.display(ordering="channel__platform")
+    def platform(self, obj: Post) -> str:
+        return obj.channel.get_platform_display()
+
+    @admin.display(ordering="channel__team__name")
+    def team(self, obj: Post) -> str:
+        return obj.channel.team.name if obj.channel.team else "—"
+
+    def get_readonly_fields(self, request, obj=None):
+        # A post stays in its channel: its status and record depend on the channel's platform.
+        return (*self.readonly_fields, "channel") if obj else self.readonly_fields
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except DomainError as exc:
+            # A rule the form could not check beforehand (say a slug taken a moment ago): the
+            # whole save was rolled back.
+            self.message_user(request, f"Nothing was saved: {exc.message}", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def save_model(self, request, obj, form, change):
+        """Saved in save_related, through the services, once the inlines are known too."""
+
+    def save_related(self, request, form, formsets, change):
+        data = form.cleaned_data
+        # Only what the page showed: a part the editor could not see (no permission for the
+        # media inline, say) is left as it is, not emptied.
+        content = {name: data[name] for name in (*CONTENT_FIELDS, "tags") if name in data}
+        media_formset = next((formset for formset in formsets if formset.model is Media), None)
+        if media_formset is not None:
+            content["media"] = media_inputs(media_formset)
+        if change:
+            post, form.service_changes = post_update_content(post=form.instance, **content)
+        else:
+            post = post_create(channel=data["channel"], **content)
+            form.instance.pk, form.instance._state.adding = post.pk, False
+        if "publication_status" not in data:
+            return
+        if change and not {"publication_status", "scheduled_at"} & set(form.changed_data):
+            return
+        try:
+            post_set_status(post_id=post.pk, status=data["publication_status"], scheduled_at=data.get("scheduled_at"))
+        except DomainError as exc:
+            # The content is saved (the status service rolled back only its own part).
+            self.message_user(request, f"The status was not changed: {exc.message}", messages.ERROR)
+        else:
+            if change:
+                form.service_changes.append("publication_status")
+
+    def construct_change_message(self, request, form, formsets, add=False):
+        if add:
+            return [{"added": {}}]
+        changed = getattr(form, "service_changes", [])
+        return [{"changed": {"fields": changed}}] if changed else []
+
+    def _run_on_selected(self, request, queryset, service, done: str):
+        succeeded, failed = 0, []
+        for post in queryset.select_related("channel__account"):
+            try:
+                service(post)
+            except DomainError as exc:
+                failed.append(f"“{post.title}”: {exc.message}")
+            else:
+                succeeded += 1
+        if succeeded:
+            self.message_user(request, f"{succeeded} post(s) {done}.")
+        for failure in failed:
+            self.message_user(request, failure, messages.ERROR)
+
+    @admin.action(description="Hand over to the external system (publishing_pending; api channels)")
+    def mark_publishing_pending(self, request, queryset):
+        self._run_on_selected(
+            request, queryset, lambda post: post_mark_publishing_pending(post_id=post.pk), "now await publication"
+        )
+
+    @admin.action(description="Confirm publication (as the publish endpoint; api channels)")
+    def confirm_publication(self, request, queryset):
+        self._run_on_selected(request, queryset, _as_the_endpoint(post_publish), "published")
+
+    @admin.action(description="Unpublish to draft (as the unpublish endpoint; api channels)")
+    def unpublish(self, request, queryset):
+        self._run_on_selected(request, queryset, _as_the_endpoint(post_unpublish), "unpublished")
+
+
+def _as_the_endpoint(service):
+    """Call a workflow service as its endpoint does, with the post's own channel and account."""
+    return lambda post: service(post_id=post.pk, channel_id=post.channel_id, account=post.channel.account)

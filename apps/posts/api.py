@@ -1,0 +1,332 @@
+from django.db.models import prefetch_related_objects
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.models import Scope
+from apps.api.exceptions import NotFound
+from apps.api.pagination import PagePagination
+from apps.api.rendering import ResponseSerializer, UtcDateTimeField
+from apps.api.request_fields import StrictCharField, StrictSerializer
+from apps.api.schema import common_errors, error
+from apps.channels.api import ChannelRefSerializer, ChannelSerializer
+from apps.channels.models import Channel
+from apps.channels.services import channel_get
+from apps.posts.models import (
+    EXTERNAL_ID_MAX_LENGTH,
+    TAG_NAME_MAX_LENGTH,
+    URL_MAX_LENGTH,
+    MediaKind,
+    Post,
+    PostQuerySet,
+    PublicationStatus,
+    http_url_validator,
+)
+from apps.posts.services import POST_NOT_FOUND, post_publish, post_unpublish
+
+# --- response forms ------------------------------------------------------------------------------
+
+
+class TagSerializer(ResponseSerializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class MediaSerializer(ResponseSerializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=MediaKind.choices)
+    url = serializers.CharField()
+    alt_text = serializers.CharField(help_text="Empty when not given.")
+    width = serializers.IntegerField(allow_null=True, help_text="Pixels; null when not known.")
+    height = serializers.IntegerField(allow_null=True, help_text="Pixels; null when not known.")
+
+
+class PostListItemSerializer(ResponseSerializer):
+    """The list form (no `body`)."""
+
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    teaser = serializers.CharField(allow_null=True, help_text="Short summary; null when the post has none.")
+    slug = serializers.CharField(allow_null=True, help_text="URL-safe identifier, unique in the channel; or null.")
+    publication_status = serializers.ChoiceField(choices=PublicationStatus.choices)
+    created_at = UtcDateTimeField()
+    updated_at = UtcDateTimeField()
+    channel = ChannelSerializer()
+
+
+class PostContentSerializer(PostListItemSerializer):
+    """The post with its content: the `data.post` of webhook deliveries."""
+
+    body = serializers.CharField(help_text="Markdown.")
+    published_at = UtcDateTimeField(allow_null=True)
+    meta_title = serializers.CharField(allow_null=True)
+    meta_description = serializers.CharField(allow_null=True)
+    tags = TagSerializer(many=True)
+    media = MediaSerializer(many=True)
+
+
+class PostDetailSerializer(PostContentSerializer):
+    """The single-post form."""
+
+    external_id = serializers.CharField(allow_null=True, help_text="Set by the publish call on `api` channels.")
+    external_url = serializers.CharField(allow_null=True, help_text="Set by the publish call on `api` channels.")
+
+
+class PostWorkflowResultSerializer(PostDetailSerializer):
+    """The post returned by publish and unpublish: the single-post form whose channel has only
+    `id`, `title` and `platform`."""
+
+    channel = ChannelRefSerializer()
+
+
+class PostResponseSerializer(serializers.Serializer):
+    data = PostDetailSerializer()
+
+
+class PostWorkflowResponseSerializer(serializers.Serializer):
+    data = PostWorkflowResultSerializer()
+
+
+def post_webhook_data(post: Post) -> dict:
+    """`data.post` of a webhook delivery: the post as the database holds it now (call it inside
+    the service's transaction, after the change), in the same field forms as the API."""
+    return dict(PostContentSerializer(_post_with_channel(Post.objects.all(), post.pk)).data)
+
+
+def _post_with_channel(posts: PostQuerySet, post_id: int) -> Post:
+    """A post with its content and its channel in the list form (team, posts_count)."""
+    post = posts.with_content().filter(pk=post_id).first()
+    if post is None:
+        raise NotFound(POST_NOT_FOUND)
+    post.channel = Channel.objects.with_posts_count().get(pk=post.channel_id)
+    return post
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+class PublicationStatusListField(serializers.CharField):
+    default_error_messages = {
+        "invalid_choice": "Unknown status {values}; expected one or more of "
+        + ", ".join(PublicationStatus.values)
+        + ", comma separated."
+    }
+
+    def to_internal_value(self, data) -> list[str]:
+        statuses = [part.strip() for part in super().to_internal_value(data).split(",")]
+        unknown = [status for status in statuses if status not in PublicationStatus.values]
+        if unknown:
+            self.fail("invalid_choice", values=", ".join(repr(status) for status in unknown))
+        return statuses
+
+
+class PostFilterSerializer(serializers.Serializer):
+    """Filters of the posts list: an extension of the spec. An empty value is no filter."""
+
+    publication_status = PublicationStatusListField(
+        required=False,
+        help_text="Only posts in one of these statuses, comma separated, e.g. `draft,scheduled`.",
+    )
+    tag = serializers.CharField(
+        required=False, max_length=TAG_NAME_MAX_LENGTH, help_text="Only posts with the tag of this exact name."
+    )
+    updated_since = serializers.DateTimeField(
+        required=False,
+        help_text="Only posts updated at or after this ISO 8601 time, e.g. `2025-01-31T12:00:00Z` "
+        "(a time without offset is UTC; send `+` in an offset as `%2B`).",
+    )
+
+    @classmethod
+    def from_query(cls, query_params) -> dict:
+        serializer = cls(
+            data={name: value for name, value in query_params.items() if name in cls._declared_fields and value != ""}
+        )
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+
+def filter_posts(
+    posts: PostQuerySet, *, publication_status: list[str] | None = None, tag: str | None = None, updated_since=None
+) -> PostQuerySet:
+    if publication_status:
+        posts = posts.filter(publication_status__in=publication_status)
+    if tag:
+        posts = posts.filter(tags__name=tag)
+    if updated_since:
+        posts = posts.filter(updated_at__gte=updated_since)
+    return posts
+
+
+LIST_FIELDS = ("id", "channel_id", "title", "teaser", "slug", "publication_status", "created_at", "updated_at")
+
+
+class ChannelPostListView(APIView):
+    required_scope = Scope.READ_POSTS
+    pagination_class = PagePagination
+    page_size_aliases = ("limit",)
+
+    @extend_schema(
+        operation_id="channel_posts_list",
+        summary="List the posts of a channel",
+        description=(
+            "Scope `read:posts`. The list form has no `body`. Ordered by `id`, ascending (oldest first), so "
+            "pages do not shift while posts are added. `limit` is shorthand for `per_page`.\n\n"
+            "**Filters (an extension of the spec):** `publication_status` (comma separated), `tag` (exact name), "
+            "`updated_since` (ISO 8601, inclusive). `meta.count` counts the posts that match the filters; "
+            "without filters that is every post of the channel. A bad filter value answers 400 "
+            "`VALIDATION_ERROR`, checked before the channel is looked up."
+        ),
+        parameters=[PostFilterSerializer],
+        responses={200: PostListItemSerializer(many=True), **common_errors(not_found=True, bad_request=True)},
+        tags=["posts"],
+    )
+    def get(self, request, channel_id: int):
+        filters = PostFilterSerializer.from_query(request.query_params)
+        channel = channel_get(
+            account_id=request.auth.account_id, channel_id=channel_id, queryset=Channel.objects.with_posts_count()
+        )
+        # Through the channel's manager every post gets this channel object (with its count)
+        # without a join or a query per post.
+        posts = filter_posts(channel.posts.only(*LIST_FIELDS), **filters).order_by("id")
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(posts, request, view=self)
+        return paginator.get_paginated_response(PostListItemSerializer(page, many=True).data)
+
+
+class ChannelPostDetailView(APIView):
+    required_scope = Scope.READ_POSTS
+
+    @extend_schema(
+        operation_id="channel_posts_retrieve",
+        summary="Get a post of a channel",
+        description=(
+            "Scope `read:posts`. 404 `not_found` with message `Resource not found.` for an unknown channel, "
+            "`Post not found.` for an unknown post or a post of another channel. Another account's ids are unknown."
+        ),
+        responses={200: PostResponseSerializer, **common_errors(not_found=True)},
+        tags=["posts"],
+    )
+    def get(self, request, channel_id: int, id: int):
+        channel = channel_get(
+            account_id=request.auth.account_id, channel_id=channel_id, queryset=Channel.objects.with_posts_count()
+        )
+        post = channel.posts.with_content().filter(pk=id).first()
+        if post is None:
+            raise NotFound(POST_NOT_FOUND)
+        return Response({"data": PostDetailSerializer(post).data})
+
+
+class PostDetailView(APIView):
+    required_scope = Scope.READ_POSTS
+
+    @extend_schema(
+        operation_id="posts_retrieve",
+        summary="Get a post by id alone (convenience alias)",
+        description=(
+            "Scope `read:posts`. The same single-post form as `GET /v1/channels/{channel_id}/posts/{id}`, for "
+            "clients that know only the post's id (the getting-started sample calls it). Posts of other "
+            "accounts answer 404 `not_found`."
+        ),
+        responses={200: PostResponseSerializer, **common_errors(not_found=True)},
+        tags=["posts"],
+    )
+    def get(self, request, id: int):
+        post = _post_with_channel(Post.objects.of_account(request.auth.account_id), id)
+        return Response({"data": PostDetailSerializer(post).data})
+
+
+# --- the publishing workflow ---------------------------------------------------------------
+
+
+class PublishFieldsSerializer(StrictSerializer):
+    """The external system's references to the publication."""
+
+    external_id = StrictCharField(
+        required=False, allow_null=True, max_length=EXTERNAL_ID_MAX_LENGTH,
+        help_text=f"The external system's identifier of the publication (at most {EXTERNAL_ID_MAX_LENGTH} "
+        "characters). Omitted or null: stored as null.",
+    )  # fmt: skip
+    external_url = StrictCharField(
+        required=False, allow_null=True, max_length=URL_MAX_LENGTH, validators=[http_url_validator],
+        help_text=f"An http(s) URL where the post was published (at most {URL_MAX_LENGTH} characters). "
+        "Omitted or null: stored as null.",
+    )  # fmt: skip
+
+
+class PublishBodySerializer(StrictSerializer):
+    """The optional body of the publish call. Unknown fields, at either level, are a 400."""
+
+    post = PublishFieldsSerializer(
+        required=False, allow_null=True, help_text="Optional; omitted or null sets no external fields."
+    )
+
+
+WORKFLOW_RULE_BROKEN = error(
+    "A rule of the workflow forbids it, checked in this order: the channel's platform is not `api`; the post is "
+    "not in the status the call needs; the post has no API publication record.",
+    "only_api_platform",
+    "invalid_status",
+    "no_publication",
+)
+
+
+class PostPublishView(APIView):
+    required_scope = Scope.WRITE_POSTS
+
+    @extend_schema(
+        operation_id="channel_posts_publish",
+        summary="Confirm publication of a post awaiting it (api channels)",
+        description=(
+            "Scope `write:posts`. `publishing_pending` -> `published`: sets `published_at` and stores `external_id` "
+            "and `external_url` from the optional body (null when not given).\n\n"
+            "Checked in this order: 401; 403 without `write:posts`; 400 `VALIDATION_ERROR` for a body that is not "
+            "JSON, a `post` that is not an object, a non-string field, an `external_url` that is not an http(s) "
+            "URL, a value too long or an unknown field; 404 `not_found` for an unknown channel or post (or a post of "
+            "another channel); 422 `only_api_platform`; 422 `invalid_status` (not `publishing_pending`); 422 "
+            "`no_publication`. An empty body, or none, is fine. Two simultaneous calls on one post give one 200 "
+            "and one 422 `invalid_status`."
+        ),
+        request=PublishBodySerializer,
+        responses={
+            200: PostWorkflowResponseSerializer,
+            **common_errors(not_found=True, bad_request=True),
+            422: WORKFLOW_RULE_BROKEN,
+        },
+        examples=[
+            OpenApiExample(
+                "With external references",
+                value={"post": {"external_id": "ext-42", "external_url": "https://partner.example.com/posts/42"}},
+                request_only=True,
+            )
+        ],
+        tags=["publishing"],
+    )
+    def patch(self, request, channel_id: int, id: int):
+        body = PublishBodySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        fields = body.validated_data.get("post") or {}
+        post = post_publish(post_id=id, channel_id=channel_id, account=request.auth.account, **fields)
+        prefetch_related_objects([post], "tags", "media")
+        return Response({"data": PostWorkflowResultSerializer(post).data})
+
+
+class PostUnpublishView(APIView):
+    required_scope = Scope.WRITE_POSTS
+
+    @extend_schema(
+        operation_id="channel_posts_unpublish",
+        summary="Revert a published post to draft (api channels)",
+        description=(
+            "Scope `write:posts`. `published` -> `draft`: `published_at`, `external_id` and `external_url` become "
+            "null. Takes no body (a body is ignored). Checked in this order: 401; 403 without `write:posts`; 404 "
+            "`not_found`; 422 `only_api_platform`; 422 `invalid_status` (not `published`); 422 `no_publication`."
+        ),
+        request=None,
+        responses={200: PostWorkflowResponseSerializer, **common_errors(not_found=True), 422: WORKFLOW_RULE_BROKEN},
+        tags=["publishing"],
+    )
+    def patch(self, request, channel_id: int, id: int):
+        post = post_unpublish(post_id=id, channel_id=channel_id, account=request.auth.account)
+        prefetch_related_objects([post], "tags", "media")
+        return Response({"data": PostWorkflowResultSerializer(post).data})

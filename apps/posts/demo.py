@@ -1,0 +1,138 @@
+"""Demo channels and posts of one account, for `seed_demo` (apps/api/demo.py).
+
+Running it again finds everything by name or slug instead of adding more, and puts the posts of
+the `api` channel back into their documented states, so the publish walkthrough of the README
+can be repeated after a fresh `seed_demo`.
+"""
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from apps.accounts.models import Account
+from apps.channels.models import Channel, Platform, Team
+from apps.posts.models import ApiPublication, Post, PublicationStatus, Tag
+from apps.posts.services import (
+    MediaInput,
+    post_create,
+    post_mark_publishing_pending,
+    post_publish,
+    post_set_status,
+)
+
+TEAMS = ("Editorial", "Engineering")
+TAGS = ("news", "howto", "release", "python", "django")
+# label in seed_demo's output: (title, platform, team or None)
+CHANNELS = {
+    "blog": ("Company Blog", Platform.BLOG, "Editorial"),
+    "git": ("Docs Site", Platform.GIT, "Engineering"),
+    "linkedin": ("LinkedIn Page", Platform.LINKEDIN, None),
+    "api": ("Partner Feed", Platform.API, "Editorial"),
+}
+ARCHIVE_SIZE = 120  # posts of the blog, to page through
+ARCHIVE_STATUSES = (PublicationStatus.PUBLISHED, PublicationStatus.PUBLISHED, PublicationStatus.DRAFT)
+# label in seed_demo's output: (slug, title) of the `api` channel's workflow posts
+API_POSTS = {
+    "pending_with_record": ("awaiting-confirmation", "Awaiting confirmation by the partner"),
+    "pending_without_record": ("pending-without-record", "Pending, but never handed over (no record)"),
+    "published_with_record": ("confirmed-by-partner", "Confirmed by the partner"),
+    "draft": ("partner-draft", "A draft for the partner feed"),
+    "scheduled_past": ("scheduled-time-passed", "Scheduled, its time has passed"),
+    "scheduled_future": ("scheduled-next-week", "Scheduled for next week"),
+}
+IMAGE = "https://picsum.photos/seed/{}/1200/630"
+
+
+def _post(channel: Channel, slug: str, title: str, **content) -> Post:
+    post = Post.objects.filter(channel=channel, slug=slug).first()
+    return post or post_create(channel=channel, slug=slug, title=title, body=f"# {title}\n\nDemo content.", **content)
+
+
+def _seed_direct_channel(channel: Channel, tags: dict[str, Tag]) -> None:
+    """Posts in each status a directly publishing channel has."""
+    now = timezone.now()
+    for status in (PublicationStatus.DRAFT, PublicationStatus.SCHEDULED, PublicationStatus.PUBLISHED):
+        post = _post(
+            channel,
+            f"{channel.platform}-{status}",
+            f"{channel.title}: a {status} post",
+            teaser=f"A {status} post on {channel.title}.",
+            tags=[tags["news"], tags["howto"]] if status == PublicationStatus.PUBLISHED else [],
+            media=[MediaInput(url=IMAGE.format(f"{channel.pk}-{status}"), alt_text="Cover", width=1200, height=630)],
+        )
+        scheduled_at = now + timedelta(days=3) if status == PublicationStatus.SCHEDULED else None
+        post_set_status(post_id=post.pk, status=status, scheduled_at=scheduled_at)
+
+
+def _seed_archive(channel: Channel) -> None:
+    """Many posts to page through; written in bulk, straight into their states, being demo data."""
+    now = timezone.now()
+    existing = set(channel.posts.filter(slug__startswith="archive-").values_list("slug", flat=True))
+    missing = []
+    for number in range(1, ARCHIVE_SIZE + 1):
+        slug = f"archive-{number:03d}"
+        if slug in existing:
+            continue
+        status = ARCHIVE_STATUSES[number % len(ARCHIVE_STATUSES)]
+        missing.append(
+            Post(
+                channel=channel,
+                slug=slug,
+                title=f"Archive post {number}",
+                body=f"Archived article number {number}.",
+                teaser=f"From the archive, number {number}.",
+                publication_status=status,
+                published_at=now - timedelta(days=number) if status == PublicationStatus.PUBLISHED else None,
+            )
+        )
+    Post.objects.bulk_create(missing)
+
+
+def _seed_api_channel(channel: Channel, tags: dict[str, Tag]) -> dict[str, int]:
+    now = timezone.now()
+    posts = {}
+    for label, (slug, title) in API_POSTS.items():
+        post = _post(channel, slug, title, teaser=f"{title}.")
+        # Back to a clean draft outside the workflow, then through the services into the state.
+        ApiPublication.objects.filter(post=post).delete()
+        post.mark_draft()
+        post.scheduled_at = None
+        post.save()
+        posts[label] = post.pk
+    post_set_status(post_id=posts["scheduled_past"], status="scheduled", scheduled_at=now - timedelta(hours=1))
+    post_set_status(post_id=posts["scheduled_future"], status="scheduled", scheduled_at=now + timedelta(days=7))
+    post_mark_publishing_pending(post_id=posts["pending_with_record"])
+    published = post_mark_publishing_pending(post_id=posts["published_with_record"])
+    post_publish(
+        post_id=published.pk,
+        channel_id=channel.pk,
+        account=channel.account,
+        external_id="partner-1001",
+        external_url="https://partner.example.com/articles/1001",
+    )
+    published.tags.set([tags["release"], tags["news"]])
+    if not published.media.exists():
+        published.media.create(url=IMAGE.format(f"{channel.pk}-confirmed"), alt_text="Cover", width=1200, height=630)
+    # The workflow never leaves a post pending without its record; the demo does, so that the
+    # `no_publication` rule can be tried.
+    Post.objects.filter(pk=posts["pending_without_record"]).update(
+        publication_status=PublicationStatus.PUBLISHING_PENDING, updated_at=now
+    )
+    return posts
+
+
+def seed_content(account: Account) -> dict:
+    """Teams, one channel per platform (one without a team), posts in every status of every
+    platform, 120+ posts on the blog, the `api` workflow cases, tags and media."""
+    teams = {name: Team.objects.get_or_create(account=account, name=name)[0] for name in TEAMS}
+    tags = {name: Tag.objects.get_or_create(account=account, name=name)[0] for name in TAGS}
+    channels = {}
+    for label, (title, platform, team) in CHANNELS.items():
+        channels[label], _ = Channel.objects.update_or_create(
+            account=account, title=title, defaults={"platform": platform, "team": teams.get(team)}
+        )
+    for label in ("blog", "git", "linkedin"):
+        _seed_direct_channel(channels[label], tags)
+    _seed_archive(channels["blog"])
+    api_posts = _seed_api_channel(channels["api"], tags)
+    return {"channels": {label: channel.pk for label, channel in channels.items()}, "posts": api_posts}

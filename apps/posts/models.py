@@ -1,0 +1,183 @@
+from datetime import datetime
+
+from django.core.validators import URLValidator
+from django.db import models
+
+
+class PublicationStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    SCHEDULED = "scheduled", "Scheduled"
+    PUBLISHING_PENDING = "publishing_pending", "Publishing pending"
+    PUBLISHED = "published", "Published"
+
+
+class MediaKind(models.TextChoices):
+    IMAGE = "image", "Image"
+    VIDEO = "video", "Video"
+    AUDIO = "audio", "Audio"
+    DOCUMENT = "document", "Document"
+
+
+# Only web addresses: an external_url or a media URL is something a reader's browser opens.
+http_url_validator = URLValidator(schemes=["http", "https"])
+
+TITLE_MAX_LENGTH = 300
+SLUG_MAX_LENGTH = 200
+META_TITLE_MAX_LENGTH = 300
+META_DESCRIPTION_MAX_LENGTH = 1000
+TEASER_MAX_LENGTH = 2000
+EXTERNAL_ID_MAX_LENGTH = 255
+URL_MAX_LENGTH = 2000
+TAG_NAME_MAX_LENGTH = 100
+
+# What the mark_* transitions of Post write (with updated_at), for save(update_fields=...).
+POST_STATE_FIELDS = ("publication_status", "scheduled_at", "published_at", "external_id", "external_url", "updated_at")
+
+
+class Tag(models.Model):
+    """A label of an account's posts; names are unique per account (case-sensitive)."""
+
+    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=TAG_NAME_MAX_LENGTH)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["account", "name"], name="tag_unique_name_per_account")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PostQuerySet(models.QuerySet):
+    def of_account(self, account_id: int) -> "PostQuerySet":
+        return self.filter(channel__account_id=account_id)
+
+    def with_content(self) -> "PostQuerySet":
+        """What the single-post form and webhook payloads add to the list form: tags and media,
+        one query each for any number of posts."""
+        return self.prefetch_related("tags", "media")
+
+
+class Post(models.Model):
+    # The optional texts are null when absent, not "": the spec's payloads show null for them, and
+    # a null slug stays outside the slug's uniqueness per channel.
+    channel = models.ForeignKey("channels.Channel", on_delete=models.CASCADE, related_name="posts")
+    title = models.CharField(max_length=TITLE_MAX_LENGTH)
+    body = models.TextField(blank=True, default="", help_text="Markdown.")
+    teaser = models.CharField(max_length=TEASER_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+    slug = models.SlugField(  # noqa: DJ001
+        max_length=SLUG_MAX_LENGTH, null=True, blank=True, help_text="Unique within the channel."
+    )
+    publication_status = models.CharField(
+        max_length=24, choices=PublicationStatus.choices, default=PublicationStatus.DRAFT
+    )
+    scheduled_at = models.DateTimeField(null=True, blank=True, help_text="When the content plan publishes the post.")
+    published_at = models.DateTimeField(null=True, blank=True)
+    meta_title = models.CharField(max_length=META_TITLE_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+    meta_description = models.CharField(max_length=META_DESCRIPTION_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+    external_id = models.CharField(max_length=EXTERNAL_ID_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+    external_url = models.URLField(  # noqa: DJ001
+        max_length=URL_MAX_LENGTH, null=True, blank=True, validators=[http_url_validator]
+    )
+    tags = models.ManyToManyField(Tag, blank=True, related_name="posts")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = PostQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["channel", "id"], name="post_channel_id"),
+            models.Index(fields=["channel", "publication_status", "id"], name="post_channel_status_id"),
+            models.Index(fields=["channel", "updated_at"], name="post_channel_updated"),
+            # The content plan's scan for scheduled posts whose time has come.
+            models.Index(fields=["publication_status", "scheduled_at"], name="post_status_scheduled"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel", "slug"],
+                condition=models.Q(slug__isnull=False),
+                name="post_unique_slug_per_channel",
+                violation_error_message="Another post of this channel already has this slug.",
+                violation_error_code="unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    # Each transition sets every field that belongs to the new state, so no stale
+    # published_at or external reference survives a status change.
+    def mark_published(self, *, at: datetime, external_id: str | None = None, external_url: str | None = None) -> None:
+        self.publication_status = PublicationStatus.PUBLISHED
+        self.published_at = at
+        self.external_id = external_id
+        self.external_url = external_url
+
+    def mark_draft(self) -> None:
+        self.publication_status = PublicationStatus.DRAFT
+        self.published_at = None
+        self.external_id = None
+        self.external_url = None
+
+    def mark_scheduled(self, *, at: datetime) -> None:
+        self.mark_draft()
+        self.publication_status = PublicationStatus.SCHEDULED
+        self.scheduled_at = at
+
+    def mark_publishing_pending(self) -> None:
+        self.mark_draft()
+        self.publication_status = PublicationStatus.PUBLISHING_PENDING
+
+
+class Media(models.Model):
+    """A file attached to a post. `width`/`height` are pixels, known for images and videos only."""
+
+    post = models.ForeignKey(Post, on_delete=models.CASCADE, related_name="media")
+    kind = models.CharField(max_length=16, choices=MediaKind.choices, default=MediaKind.IMAGE)
+    url = models.URLField(max_length=URL_MAX_LENGTH, validators=[http_url_validator])
+    alt_text = models.CharField(max_length=500, blank=True, default="")
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+    position = models.PositiveSmallIntegerField(default=0, help_text="Order within the post, from 0.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+        verbose_name_plural = "media"
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class ApiPublication(models.Model):
+    """The record of a post on an `api` channel that entered the external publishing workflow.
+
+    Created when the post becomes `publishing_pending`; `confirmed_at` and the external fields are
+    set when the external system confirms (publish) and cleared when it unpublishes. The record
+    stays, so a post that enters the workflow again reuses it.
+    """
+
+    post = models.OneToOneField(Post, on_delete=models.CASCADE, related_name="api_publication")
+    created_at = models.DateTimeField(auto_now_add=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    external_id = models.CharField(max_length=EXTERNAL_ID_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+    external_url = models.URLField(max_length=URL_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+
+    class Meta:
+        verbose_name = "API publication record"
+
+    def __str__(self) -> str:
+        return f"API publication of post {self.post_id}"
+
+    def confirm(self, *, at: datetime, external_id: str | None, external_url: str | None) -> None:
+        self.confirmed_at = at
+        self.external_id = external_id
+        self.external_url = external_url
+
+    def reset(self) -> None:
+        self.confirmed_at = None
+        self.external_id = None
+        self.external_url = None

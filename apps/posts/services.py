@@ -1,0 +1,355 @@
+"""Every state change of a post. Each function runs in one transaction and locks the post's row
+first, so two requests on the same post (two publish calls, an admin save beside an API call)
+run one after the other and the second sees what the first did."""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import models, transaction
+from django.utils import timezone
+
+from apps.accounts.models import Account
+from apps.api.exceptions import DomainError, InvalidInput, NotFound
+from apps.channels.models import Channel
+from apps.channels.services import channel_get
+from apps.posts.models import POST_STATE_FIELDS, ApiPublication, Media, Post, PublicationStatus, Tag
+
+POST_NOT_FOUND = "Post not found."
+
+# The content of a post: what `post.updated` is about. Status, schedule and external references
+# are workflow state and change only through the workflow functions below.
+CONTENT_FIELDS: Final = ("title", "body", "teaser", "slug", "meta_title", "meta_description")
+# Empty values of these are stored as null ("no teaser"), never as "".
+NULLABLE_CONTENT_FIELDS: Final = frozenset({"teaser", "slug", "meta_title", "meta_description"})
+
+
+class _Keep:
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Final = _Keep()
+"""Default of post_update_content's arguments: leave that part of the post as it is."""
+
+
+@dataclass(frozen=True)
+class MediaInput:
+    """One media item of a post as an editor sets it; `id` names an existing item of the post to
+    keep (and update), no `id` adds a new one."""
+
+    url: str
+    kind: str = "image"
+    alt_text: str = ""
+    width: int | None = None
+    height: int | None = None
+    id: int | None = None
+
+
+MEDIA_INPUT_FIELDS: Final = ("url", "kind", "alt_text", "width", "height")
+
+
+def invalid_input(exc: ValidationError, prefix: str = "") -> InvalidInput:
+    """A Django ValidationError as the domain's 400, with the envelope's `details` shape."""
+    errors = [
+        {
+            "field": None if field == NON_FIELD_ERRORS else f"{prefix}{field}",
+            "rule": error.code or "invalid",
+            "message": message,
+        }
+        for field, field_errors in exc.error_dict.items()
+        for error in field_errors
+        for message in error.messages
+    ]
+    return _invalid(errors)
+
+
+def field_error(field: str, rule: str, message: str) -> InvalidInput:
+    return _invalid([{"field": field, "rule": rule, "message": message}])
+
+
+def _invalid(errors: list[dict]) -> InvalidInput:
+    first = errors[0]
+    message = f"{first['field']}: {first['message']}" if first["field"] else first["message"]
+    return InvalidInput(message, details={"field": first["field"], "rule": first["rule"], "errors": errors})
+
+
+def _validate(instance: models.Model, fields: Iterable[str], prefix: str = "") -> None:
+    """Run the model's own field validators and constraints on `fields` only."""
+    names = set(fields)
+    exclude = [field.name for field in instance._meta.fields if field.name not in names]
+    try:
+        instance.full_clean(exclude=exclude)
+    except ValidationError as exc:
+        raise invalid_input(exc, prefix) from None
+
+
+def _locked_post(post_id: int) -> Post:
+    post = Post.objects.select_for_update(of=("self",)).select_related("channel__account").filter(pk=post_id).first()
+    if post is None:
+        raise NotFound(POST_NOT_FOUND)
+    return post
+
+
+# --- content ---------------------------------------------------------------------------------
+
+
+def _assign_content(post: Post, values: dict) -> list[str]:
+    """Set the given content fields on `post`; return the names whose value changed."""
+    changed = []
+    for name, value in values.items():
+        if name in NULLABLE_CONTENT_FIELDS and isinstance(value, str) and not value.strip():
+            value = None
+        if getattr(post, name) != value:
+            setattr(post, name, value)
+            changed.append(name)
+    return changed
+
+
+def _validate_content(post: Post, names: Iterable[str]) -> None:
+    names = list(names)
+    # The slug's uniqueness is a constraint over (channel, slug): validate both together.
+    _validate(post, [*names, "channel"] if "slug" in names else names)
+
+
+def check_tags_of_account(tags: Iterable[Tag], account_id: int) -> None:
+    """Tags are per account: a post takes only tags of its channel's account."""
+    foreign = sorted(tag.name for tag in tags if tag.account_id != account_id)
+    if foreign:
+        raise field_error("tags", "account", f"The tags {', '.join(foreign)} belong to another account.")
+
+
+def _assign_tags(post: Post, tags: Iterable[Tag]) -> bool:
+    tags = list(tags)
+    check_tags_of_account(tags, post.channel.account_id)
+    if {tag.pk for tag in tags} == set(post.tags.values_list("pk", flat=True)):
+        return False
+    post.tags.set(tags)
+    return True
+
+
+def _assign_media(post: Post, items: Sequence[MediaInput]) -> bool:
+    existing = {media.pk: media for media in post.media.all()}
+    kept_ids = {item.id for item in items if item.id is not None}
+    unknown = kept_ids - existing.keys()
+    if unknown:
+        raise field_error("media", "unknown", f"Items {sorted(unknown)} are not media of this post.")
+    changed = False
+    removed = existing.keys() - kept_ids
+    if removed:
+        Media.objects.filter(pk__in=removed).delete()
+        changed = True
+    for position, item in enumerate(items):
+        media = existing[item.id] if item.id is not None else Media(post=post)
+        values = {name: getattr(item, name) for name in MEDIA_INPUT_FIELDS} | {"position": position}
+        if media.pk and all(getattr(media, name) == value for name, value in values.items()):
+            continue
+        for name, value in values.items():
+            setattr(media, name, value)
+        _validate(media, values, prefix=f"media[{position}].")
+        media.save()
+        changed = True
+    return changed
+
+
+@transaction.atomic
+def post_create(
+    *,
+    channel: Channel,
+    title: str,
+    body: str = "",
+    teaser: str | None = None,
+    slug: str | None = None,
+    meta_title: str | None = None,
+    meta_description: str | None = None,
+    tags: Iterable[Tag] = (),
+    media: Sequence[MediaInput] = (),
+) -> Post:
+    """A new draft post; its status changes afterwards through post_set_status or the workflow."""
+    post = Post(channel=channel)
+    content = {"title": title, "body": body, "teaser": teaser, "slug": slug}
+    _assign_content(post, content | {"meta_title": meta_title, "meta_description": meta_description})
+    _validate_content(post, CONTENT_FIELDS)
+    post.save()
+    _assign_tags(post, tags)
+    _assign_media(post, media)
+    return post
+
+
+@transaction.atomic
+def post_update_content(
+    *,
+    post: Post,
+    title: str | _Keep = KEEP,
+    body: str | _Keep = KEEP,
+    teaser: str | _Keep | None = KEEP,
+    slug: str | _Keep | None = KEEP,
+    meta_title: str | _Keep | None = KEEP,
+    meta_description: str | _Keep | None = KEEP,
+    tags: Iterable[Tag] | _Keep = KEEP,
+    media: Sequence[MediaInput] | _Keep = KEEP,
+) -> tuple[Post, list[str]]:
+    """Change a post's content; return the post and the names of what really changed, in the
+    order of CONTENT_FIELDS then "tags", "media" (empty when the values equal the stored ones).
+
+    Values are compared with the row as locked, not with the `post` passed in: the admin's form
+    has already written its values onto that instance. The status does not change; a published
+    post stays published (the spec's `post.updated` case).
+    """
+    locked = _locked_post(post.pk)
+    given = {"title": title, "body": body, "teaser": teaser, "slug": slug}
+    given |= {"meta_title": meta_title, "meta_description": meta_description}
+    changed = _assign_content(locked, {name: value for name, value in given.items() if value is not KEEP})
+    if changed:
+        _validate_content(locked, changed)
+    if not isinstance(tags, _Keep) and _assign_tags(locked, tags):
+        changed.append("tags")
+    if not isinstance(media, _Keep) and _assign_media(locked, media):
+        changed.append("media")
+    if changed:
+        # updated_at moves for tag and media changes too: they are the post's content.
+        locked.save(update_fields=[*(name for name in changed if name in CONTENT_FIELDS), "updated_at"])
+    return locked, changed
+
+
+# --- the external publishing workflow of `api` channels ---------------------------------------
+
+
+def _only_api_platform() -> DomainError:
+    return DomainError(
+        "Only posts of channels with platform 'api' go through the external publishing workflow.",
+        code="only_api_platform",
+    )
+
+
+def _workflow_post(*, post_id: int, channel_id: int, account: Account, status: str, action: str) -> Post:
+    """Rules 2 to 4 of publish and unpublish, in the spec's order; returns the locked post."""
+    channel = channel_get(account_id=account.pk, channel_id=channel_id)
+    post = Post.objects.select_for_update().filter(pk=post_id, channel=channel).first()
+    if post is None:
+        raise NotFound(POST_NOT_FOUND)
+    if not channel.publishes_externally:
+        raise _only_api_platform()
+    if post.publication_status != status:
+        raise DomainError(
+            f"Only a post in {status} can be {action}; this post is {post.publication_status}.",
+            code="invalid_status",
+        )
+    post.channel = channel
+    return post
+
+
+def _publication_of(post: Post) -> ApiPublication:
+    publication = ApiPublication.objects.filter(post=post).first()
+    if publication is None:
+        raise DomainError(
+            "This post has no API publication record: it did not enter the external publishing workflow.",
+            code="no_publication",
+        )
+    return publication
+
+
+@transaction.atomic
+def post_mark_publishing_pending(*, post_id: int) -> Post:
+    """Hand a post of an `api` channel to the external system: `publishing_pending`, with its API
+    publication record (created, or reused when the post was in the workflow before).
+
+    The content plan calls this when a scheduled post's time comes. A post already pending is
+    left as it is (only a missing record is added), so calling twice changes nothing.
+    """
+    post = _locked_post(post_id)
+    if not post.channel.publishes_externally:
+        raise _only_api_platform()
+    if post.publication_status == PublicationStatus.PUBLISHED:
+        raise DomainError("A published post cannot await publication again; unpublish it first.", code="invalid_status")
+    ApiPublication.objects.get_or_create(post=post)
+    if post.publication_status != PublicationStatus.PUBLISHING_PENDING:
+        post.mark_publishing_pending()
+        post.save(update_fields=POST_STATE_FIELDS)
+    return post
+
+
+@transaction.atomic
+def post_publish(
+    *,
+    post_id: int,
+    channel_id: int,
+    account: Account,
+    external_id: str | None = None,
+    external_url: str | None = None,
+) -> Post:
+    """The external system confirms publication: `publishing_pending` -> `published`."""
+    post = _workflow_post(
+        post_id=post_id, channel_id=channel_id, account=account, status=PublicationStatus.PUBLISHING_PENDING,
+        action="published",
+    )  # fmt: skip
+    publication = _publication_of(post)
+    now = timezone.now()
+    post.mark_published(at=now, external_id=external_id, external_url=external_url)
+    _validate(post, ["external_id", "external_url"])
+    post.save(update_fields=POST_STATE_FIELDS)
+    publication.confirm(at=now, external_id=external_id, external_url=external_url)
+    publication.save(update_fields=["confirmed_at", "external_id", "external_url"])
+    return post
+
+
+@transaction.atomic
+def post_unpublish(*, post_id: int, channel_id: int, account: Account) -> Post:
+    """Revert a published post of an `api` channel to `draft`; its external references go."""
+    post = _workflow_post(
+        post_id=post_id, channel_id=channel_id, account=account, status=PublicationStatus.PUBLISHED,
+        action="unpublished",
+    )  # fmt: skip
+    publication = _publication_of(post)
+    post.mark_draft()
+    post.save(update_fields=POST_STATE_FIELDS)
+    publication.reset()
+    publication.save(update_fields=["confirmed_at", "external_id", "external_url"])
+    return post
+
+
+# --- status changes made by editors (the admin) ------------------------------------------------
+
+
+@transaction.atomic
+def post_set_status(*, post_id: int, status: str, scheduled_at: datetime | None = None) -> Post:
+    """An editor sets a post's status and planned time.
+
+    On `api` channels the workflow's own transitions run through the workflow functions above,
+    so their rules (and events) apply whoever triggers them: -> `publishing_pending` hands the
+    post over, `publishing_pending` -> `published` confirms it, leaving `published` unpublishes
+    it. Other channels publish directly; `publishing_pending` does not exist there.
+    """
+    post = _locked_post(post_id)
+    if status not in PublicationStatus.values:
+        raise field_error("publication_status", "invalid_choice", f"Unknown status {status!r}.")
+    if status == PublicationStatus.SCHEDULED and scheduled_at is None:
+        raise field_error("scheduled_at", "required", "A scheduled post needs the time it is scheduled for.")
+    if post.scheduled_at != scheduled_at:
+        post.scheduled_at = scheduled_at
+        post.save(update_fields=["scheduled_at", "updated_at"])
+    current = post.publication_status
+    if status == current:
+        return post
+    channel = post.channel
+    if not channel.publishes_externally:
+        if status == PublicationStatus.PUBLISHING_PENDING:
+            raise _only_api_platform()
+    elif status == PublicationStatus.PUBLISHING_PENDING:
+        return post_mark_publishing_pending(post_id=post.pk)
+    elif status == PublicationStatus.PUBLISHED:
+        return post_publish(post_id=post.pk, channel_id=channel.pk, account=channel.account)
+    elif current == PublicationStatus.PUBLISHED:
+        post = post_unpublish(post_id=post.pk, channel_id=channel.pk, account=channel.account)
+        if status == PublicationStatus.DRAFT:
+            return post
+    if status == PublicationStatus.DRAFT:
+        post.mark_draft()
+    elif status == PublicationStatus.SCHEDULED:
+        post.mark_scheduled(at=scheduled_at)
+    else:
+        post.mark_published(at=timezone.now())
+    post.save(update_fields=POST_STATE_FIELDS)
+    return post

@@ -1,0 +1,308 @@
+"""The Users endpoints. A request acts as the user who owns the API key; every lookup is limited
+to the key's account. No API scope is needed (the spec states none); "admin only" means the key's
+owner has role admin."""
+
+from django.conf import settings
+from django.db.models import Q
+from drf_spectacular.utils import OpenApiCallback, OpenApiResponse, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.api.pagination import PagePagination
+from apps.api.permissions import HasRequiredScope, IsAccountAdmin, require_account_admin
+from apps.api.request_fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSerializer
+from apps.api.schema import common_errors, error
+from apps.users.models import (
+    METADATA_MAX_BYTES,
+    Permission,
+    Role,
+    Status,
+    User,
+    parse_user_id,
+    validate_language,
+    validate_metadata,
+    validate_timezone,
+)
+from apps.users.serializers import (
+    ProfileSerializer,
+    UserCreatedSerializer,
+    UserDetailSerializer,
+    UserEventSerializer,
+    UserListItemSerializer,
+)
+from apps.users.services import profile_update, user_create, user_delete, user_update
+from apps.webhooks.models import EventKind
+
+ADMIN_REQUIRED = error("The API key's owner is not an admin of the organization.", "admin_required")
+LAST_ADMIN = error(
+    "The change would leave the organization without an active admin, or sets a user back to `invited`.",
+    "last_admin",
+    "invalid_status",
+)
+EMAIL_TAKEN = error("A user with this e-mail already exists.", "email_taken")
+INVITATION_NOT_SENT = error("The invitation e-mail could not be sent; nothing was created.", "invitation_not_sent")
+
+# Webhook receivers are configured per account (Settings / Webhooks), not per request.
+WEBHOOK_URL = "{$your_webhook_url}"
+
+
+def user_events(*kinds: str) -> list[OpenApiCallback]:
+    """The user.* webhooks an operation sends, so the schema documents their bodies."""
+    return [
+        OpenApiCallback(
+            str(kind),
+            WEBHOOK_URL,
+            extend_schema(
+                summary=f"`{kind}`, sent to the account's webhook endpoints that subscribe to it",
+                request=UserEventSerializer,
+                responses={200: OpenApiResponse(description="Any 2xx status acknowledges the delivery.")},
+            ),
+        )
+        for kind in kinds
+    ]
+
+
+class UsersPagination(PagePagination):
+    """The users list's form of the one pagination: `limit` instead of `per_page`, key `pagination`."""
+
+    page_size_params = ("limit",)
+    meta_key = "pagination"
+    schema_meta_keys = ("page", "limit", "total", "pages")
+
+    def get_meta(self) -> dict:
+        return {"page": self.page, "limit": self.per_page, "total": self.count, "pages": self.pages}
+
+    def get_schema_operation_parameters(self, view) -> list[dict]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == "limit":
+                parameter["description"] = (
+                    f"Users per page (default {settings.PAGE_SIZE_DEFAULT}, larger values are capped at "
+                    f"{settings.PAGE_SIZE_MAX})."
+                )
+        return parameters
+
+
+def account_user(request, user_id: str) -> User:
+    """The user with this id in the key's account; another organization's user is not found."""
+    pk = parse_user_id(user_id)
+    user = User.objects.select_related("account").filter(pk=pk, account=request.auth.account).first() if pk else None
+    if user is None:
+        raise NotFound()
+    return user
+
+
+# --- request bodies ----------------------------------------------------------------------------
+
+
+class NotificationPreferencesInputSerializer(StrictSerializer):
+    email = StrictBooleanField(required=False)
+    push = StrictBooleanField(required=False)
+
+
+class ProfileUpdateSerializer(StrictSerializer):
+    name = StrictCharField(required=False, max_length=200)
+    timezone = StrictCharField(required=False, max_length=64, validators=[validate_timezone])
+    language = StrictCharField(required=False, max_length=35, validators=[validate_language])
+    notification_preferences = NotificationPreferencesInputSerializer(
+        required=False, help_text="Only the channels given change; the others keep their setting."
+    )
+
+
+class PermissionsField(serializers.ListField):
+    child = serializers.ChoiceField(choices=Permission.choices)
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", "Permission names; repeats are dropped. Default: the role's permissions.")
+        super().__init__(**kwargs)
+
+
+class MetadataField(serializers.DictField):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", f"Free key/value data, at most {METADATA_MAX_BYTES} bytes as JSON.")
+        kwargs.setdefault("validators", [validate_metadata])
+        super().__init__(**kwargs)
+
+
+class UserCreateSerializer(StrictSerializer):
+    email = StrictEmailField(max_length=254)
+    name = StrictCharField(max_length=200)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.VIEWER)
+    send_invitation = StrictBooleanField(
+        default=True, help_text="Send an invitation e-mail (status `invited`); false: the user is `active` at once."
+    )
+    permissions = PermissionsField(required=False)
+    metadata = MetadataField(required=False)
+
+
+class UserUpdateSerializer(StrictSerializer):
+    name = StrictCharField(required=False, max_length=200)
+    role = serializers.ChoiceField(
+        choices=Role.choices, required=False, help_text="A new role resets permissions unless they are given too."
+    )
+    status = serializers.ChoiceField(
+        choices=Status.choices, required=False, help_text="`invited` is accepted only for a user who is invited."
+    )
+    permissions = PermissionsField(required=False)
+    metadata = MetadataField(required=False, help_text="Replaces the metadata as a whole.")
+
+
+class UserFilterSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices, required=False, help_text="Only users with this role.")
+    status = serializers.ChoiceField(choices=Status.choices, required=False, help_text="Only users in this status.")
+    search = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, help_text="Part of the name or e-mail, any case."
+    )
+
+
+# --- views -------------------------------------------------------------------------------------
+
+
+class ProfileView(APIView):
+    required_scope = None
+
+    @extend_schema(
+        operation_id="users_profile_get",
+        summary="The profile of the user who owns the API key. Any valid key, no scope needed.",
+        description="Besides the spec's fields, the settings that `PUT` changes: `timezone`, `language`, "
+        "`notification_preferences`.",
+        responses={200: ProfileSerializer, **common_errors(scope=False)},
+        tags=["users"],
+    )
+    def get(self, request):
+        return Response(ProfileSerializer(request.user).data)
+
+    @extend_schema(
+        operation_id="users_profile_update",
+        summary="Update the key owner's own name, time zone, language and notification preferences.",
+        description="Every field is optional: only the fields given change (an empty object changes nothing). "
+        "`timezone` is an IANA zone name, `language` a BCP 47 language tag. Unknown fields are rejected.",
+        request=ProfileUpdateSerializer,
+        callbacks=user_events(EventKind.USER_UPDATED),
+        responses={200: ProfileSerializer, **common_errors(scope=False, bad_request=True)},
+        tags=["users"],
+    )
+    def put(self, request):
+        body = ProfileUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        user = profile_update(user=request.user, **body.validated_data)
+        return Response(ProfileSerializer(user).data)
+
+
+class UsersView(generics.ListAPIView):
+    required_scope = None
+    permission_classes = [HasRequiredScope, IsAccountAdmin]
+    pagination_class = UsersPagination
+    serializer_class = UserListItemSerializer
+
+    def get_queryset(self):
+        filters = UserFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        users = User.objects.filter(account=self.request.auth.account).order_by("id")
+        if role := filters.validated_data.get("role"):
+            users = users.filter(role=role)
+        if status_ := filters.validated_data.get("status"):
+            users = users.filter(status=status_)
+        if search := filters.validated_data.get("search", "").strip():
+            users = users.filter(Q(name__icontains=search) | Q(email__icontains=search))
+        return users
+
+    @extend_schema(
+        operation_id="users_list",
+        summary="List the organization's users (admin only), in creation order.",
+        parameters=[UserFilterSerializer],
+        responses={
+            200: UserListItemSerializer(many=True),
+            403: ADMIN_REQUIRED,
+            **common_errors(scope=False, bad_request=True),
+        },
+        tags=["users"],
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        operation_id="users_create",
+        summary="Create a user in the organization (admin only), by default with an invitation e-mail.",
+        description="`email` and `name` are required. The e-mail is unique across the service (any case). "
+        "With `send_invitation` (default true) the user is `invited` and gets an e-mail with a one-time link "
+        "to set a password; otherwise the user is `active` at once and `invitation_sent_at` is null.",
+        request=UserCreateSerializer,
+        callbacks=user_events(EventKind.USER_CREATED),
+        responses={
+            201: UserCreatedSerializer,
+            403: ADMIN_REQUIRED,
+            409: EMAIL_TAKEN,
+            503: INVITATION_NOT_SENT,
+            **common_errors(scope=False, bad_request=True),
+        },
+        tags=["users"],
+    )
+    def post(self, request):
+        body = UserCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        user = user_create(account=request.auth.account, **body.validated_data)
+        return Response(UserCreatedSerializer(user).data, status=status.HTTP_201_CREATED)
+
+
+class UserDetailView(APIView):
+    required_scope = None
+    permission_classes = [HasRequiredScope, IsAccountAdmin]
+    admin_methods = {"PUT", "DELETE"}
+
+    @extend_schema(
+        operation_id="users_get",
+        summary="Get a user of the organization. Admins may read anyone; other users only themselves.",
+        responses={
+            200: UserDetailSerializer,
+            403: ADMIN_REQUIRED,
+            **common_errors(scope=False, not_found=True),
+        },
+        tags=["users"],
+    )
+    def get(self, request, user_id):
+        user = account_user(request, user_id)
+        if user.pk != request.user.pk:
+            require_account_admin(request.user)
+        return Response(UserDetailSerializer(user).data)
+
+    @extend_schema(
+        operation_id="users_update",
+        summary="Update a user's name, role, status, permissions or metadata (admin only).",
+        description="Every field is optional: only the fields given change. A new `role` resets `permissions` "
+        "to the role's defaults unless `permissions` are given too. The organization's last active admin "
+        "cannot be demoted, made inactive or suspended (`last_admin`). Returns the updated user.",
+        request=UserUpdateSerializer,
+        callbacks=user_events(EventKind.USER_UPDATED, EventKind.USER_ROLE_CHANGED),
+        responses={
+            200: UserDetailSerializer,
+            403: ADMIN_REQUIRED,
+            422: LAST_ADMIN,
+            **common_errors(scope=False, not_found=True, bad_request=True),
+        },
+        tags=["users"],
+    )
+    def put(self, request, user_id):
+        user = account_user(request, user_id)
+        body = UserUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        user = user_update(user=user, **body.validated_data)
+        return Response(UserDetailSerializer(user).data)
+
+    @extend_schema(
+        operation_id="users_delete",
+        summary="Delete a user (admin only); the user's API keys stop working at once.",
+        callbacks=user_events(EventKind.USER_DELETED),
+        responses={
+            204: OpenApiResponse(description="Deleted."),
+            403: ADMIN_REQUIRED,
+            422: error("The user is the organization's last active admin.", "last_admin"),
+            **common_errors(scope=False, not_found=True),
+        },
+        tags=["users"],
+    )
+    def delete(self, request, user_id):
+        user_delete(user=account_user(request, user_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,297 @@
+"""Every change to a user: creation (with an invitation e-mail), updates under the organization's
+rules, deletion, invitation acceptance and sign-ins. Each writes its user.* webhook event in the
+same transaction as the change."""
+
+import logging
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.core import signing
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.crypto import constant_time_compare, salted_hmac
+
+from apps.accounts.models import Account
+from apps.api.exceptions import Conflict, DomainError, InvalidInput, Unavailable
+from apps.users.models import Role, Status, User, canonical_permissions
+from apps.users.serializers import user_payload
+from apps.webhooks.models import EventKind
+from apps.webhooks.services import event_emit
+
+logger = logging.getLogger(__name__)
+
+# The fields a user update may change, in the order `changed` lists them in user.updated.
+UPDATABLE_FIELDS = (
+    "name",
+    "role",
+    "status",
+    "permissions",
+    "metadata",
+    "timezone",
+    "language",
+    "notification_preferences",
+)
+INVITATION_SALT = "users.invitation"
+
+
+def _emit(user: User, kind: str, **data) -> None:
+    # Site operators belong to no organization, so there is no account to send their events to.
+    if user.account_id is not None:
+        event_emit(account=user.account, kind=kind, data={"user": user_payload(user), **data})
+
+
+def _validate(user: User, fields: Iterable[str]) -> None:
+    """Run the model's validators on the given fields. The API has checked them already; this
+    keeps the admin, commands and any other caller to the same rules."""
+    fields = set(fields)
+    try:
+        user.clean_fields(exclude=[f.name for f in User._meta.fields if f.name not in fields])
+    except ValidationError as exc:
+        errors = [
+            {"field": field, "rule": error.code or "invalid", "message": message}
+            for field, items in exc.error_dict.items()
+            for error in items
+            for message in error.messages
+        ]
+        first = errors[0]
+        raise InvalidInput(
+            f"{first['field']}: {first['message']}",
+            details={"field": first["field"], "rule": first["rule"], "errors": errors},
+        ) from None
+
+
+def _lock(user: User) -> User:
+    """Lock the user's organization, then the user, and return the user as stored.
+
+    Every change that can remove an active admin takes the organization's row lock first, so two
+    concurrent demotions (or deletions) of an organization's last two admins are serialized and
+    the second sees the first; the fixed order (organization, then user) rules out deadlocks.
+    """
+    if user.account_id is not None:
+        Account.objects.select_for_update().only("pk").get(pk=user.account_id)
+    return User.objects.select_for_update(of=("self",)).select_related("account").get(pk=user.pk)
+
+
+def _ensure_another_active_admin(user: User, action: str) -> None:
+    others = User.objects.filter(account_id=user.account_id, role=Role.ADMIN, status=Status.ACTIVE).exclude(pk=user.pk)
+    if user.account_id is not None and not others.exists():
+        raise DomainError(
+            f"{user.email} is the organization's last active admin and cannot be {action}; "
+            "make another user an active admin first.",
+            code="last_admin",
+        )
+
+
+# --- invitations -------------------------------------------------------------------------------
+
+
+def _invitation_state(user: User) -> str:
+    # Changes when the invitation is accepted (status, password) or sent again (timestamp), so a
+    # link works once and only the newest link works.
+    sent = user.invitation_sent_at.isoformat() if user.invitation_sent_at else ""
+    return salted_hmac(INVITATION_SALT, f"{user.pk}:{user.status}:{user.password}:{sent}").hexdigest()
+
+
+def invitation_token(user: User) -> str:
+    return signing.dumps({"user": user.pk, "state": _invitation_state(user)}, salt=INVITATION_SALT)
+
+
+def invitation_user(token: str) -> User | None:
+    """The invited user a token is for, or None for a bad, expired, used or superseded token."""
+    try:
+        payload = signing.loads(token, salt=INVITATION_SALT, max_age=settings.INVITATION_TTL_DAYS * 86400)
+    except signing.BadSignature:  # also SignatureExpired
+        return None
+    if not isinstance(payload, dict):
+        return None
+    user = User.objects.select_related("account").filter(pk=payload.get("user"), status=Status.INVITED).first()
+    if user is None or not constant_time_compare(str(payload.get("state")), _invitation_state(user)):
+        return None
+    return user
+
+
+def invitation_url(user: User) -> str:
+    return f"{settings.SITE_URL}{reverse('invitation-accept')}?token={invitation_token(user)}"
+
+
+def _send_invitation(user: User) -> None:
+    user.mark_invited(timezone.now())
+    user.save(update_fields=["status", "invitation_sent_at", "updated_at"])
+    context = {
+        "user": user,
+        "organization": user.account.name if user.account_id else "",
+        "url": invitation_url(user),
+        "ttl_days": settings.INVITATION_TTL_DAYS,
+    }
+    subject = render_to_string("users/invitation_email_subject.txt", context).strip()
+    body = render_to_string("users/invitation_email.txt", context)
+    # Sent inside the transaction: when the mail server refuses, the user is not created (or the
+    # resend not recorded) and the caller can simply try again.
+    try:
+        send_mail(subject, body, None, [user.email])
+    except Exception as exc:  # smtplib and socket errors vary by backend
+        logger.warning("invitation e-mail to user %s not sent: %s", user.pk, exc)
+        raise Unavailable(
+            "The invitation e-mail could not be sent; nothing was changed. Try again later.",
+            code="invitation_not_sent",
+        ) from None
+
+
+@transaction.atomic
+def user_invite(*, user: User) -> User:
+    """Send the invitation (again) to a user who has not accepted one yet; earlier links stop working."""
+    user = _lock(user)
+    if user.status != Status.INVITED:
+        raise DomainError(f"{user.email} is {user.status}, not invited.", code="invalid_status")
+    _send_invitation(user)
+    _emit(user, EventKind.USER_UPDATED, changed=["invitation_sent_at"])
+    return user
+
+
+@transaction.atomic
+def invitation_accept(*, token: str, password: str) -> User:
+    """Set the password chosen on the invitation page and make the user active."""
+    found = invitation_user(token)
+    if found is None:
+        raise DomainError("This invitation link is invalid, expired or already used.", code="invitation_invalid")
+    user = _lock(found)
+    # Checked again under the lock: of two submissions of one link, the second finds it used.
+    if invitation_user(token) is None:
+        raise DomainError("This invitation link is invalid, expired or already used.", code="invitation_invalid")
+    user.accept_invitation(password)
+    user.save(update_fields=["password", "status", "updated_at"])
+    _emit(user, EventKind.USER_UPDATED, changed=["status"])
+    return user
+
+
+# --- create, update, delete --------------------------------------------------------------------
+
+
+@transaction.atomic
+def user_create(
+    *,
+    account: Account,
+    email: str,
+    name: str,
+    role: str = Role.VIEWER,
+    permissions: list[str] | None = None,
+    metadata: dict | None = None,
+    send_invitation: bool = True,
+) -> User:
+    """Create a member of the organization. With an invitation the user is `invited` until they
+    set a password through the e-mailed link; without one they are `active` at once (and sign in
+    through SSO until they have a password)."""
+    email = User.objects.normalize_email(email.strip()).lower()
+    conflict = Conflict(f"A user with the e-mail {email} already exists.", code="email_taken")
+    if User.objects.filter(email__iexact=email).exists():
+        raise conflict
+    user = User(account=account, email=email, name=name.strip(), metadata=metadata or {}, status=Status.ACTIVE)
+    user.set_role(role, permissions)
+    user.set_unusable_password()
+    _validate(user, ("email", "name", "role", "permissions", "metadata"))
+    try:
+        with transaction.atomic():
+            user.save()
+    except IntegrityError:  # the same e-mail created concurrently, between the check and the insert
+        raise conflict from None
+    if send_invitation:
+        _send_invitation(user)
+    _emit(user, EventKind.USER_CREATED)
+    return user
+
+
+@transaction.atomic
+def user_update(
+    *,
+    user: User,
+    name: str | None = None,
+    role: str | None = None,
+    status: str | None = None,
+    permissions: list[str] | None = None,
+    metadata: dict | None = None,
+    timezone: str | None = None,
+    language: str | None = None,
+    notification_preferences: dict | None = None,
+) -> User:
+    """Change the given fields (None leaves a field as it is).
+
+    A new role resets the permissions to the role's defaults unless permissions are given too.
+    `notification_preferences` may name only some channels; the others keep their setting. The
+    last active admin of an organization can be neither demoted nor deactivated. Nothing changed,
+    nothing sent; otherwise user.updated (listing the changed fields) and, for a new role,
+    user.role_changed.
+    """
+    user = _lock(user)
+    before = {field: getattr(user, field) for field in UPDATABLE_FIELDS}
+    was_active_admin = user.is_active_admin
+    if name is not None:
+        user.name = name.strip()
+    if role is not None and role != user.role:
+        user.set_role(role, permissions)
+    elif permissions is not None:
+        user.permissions = canonical_permissions(permissions)
+    if status is not None and status != user.status:
+        if status == Status.INVITED:
+            raise DomainError(
+                "A user cannot be set back to invited; send an invitation to an invited user instead.",
+                code="invalid_status",
+            )
+        user.status = status
+    if metadata is not None:
+        user.metadata = metadata
+    if timezone is not None:
+        user.timezone = timezone
+    if language is not None:
+        user.language = language
+    if notification_preferences is not None:
+        user.notification_preferences = {**user.notification_preferences, **notification_preferences}
+    changed = [field for field in UPDATABLE_FIELDS if getattr(user, field) != before[field]]
+    if not changed:
+        return user
+    _validate(user, changed)
+    if was_active_admin and not user.is_active_admin:
+        _ensure_another_active_admin(user, "demoted" if "role" in changed else f"made {user.status}")
+    user.save(update_fields=[*changed, "updated_at"])
+    _emit(user, EventKind.USER_UPDATED, changed=changed)
+    if "role" in changed:
+        _emit(user, EventKind.USER_ROLE_CHANGED, old_role=before["role"], new_role=user.role)
+    return user
+
+
+@transaction.atomic
+def profile_update(
+    *,
+    user: User,
+    name: str | None = None,
+    timezone: str | None = None,
+    language: str | None = None,
+    notification_preferences: dict | None = None,
+) -> User:
+    """What users may change about themselves."""
+    return user_update(
+        user=user, name=name, timezone=timezone, language=language, notification_preferences=notification_preferences
+    )
+
+
+@transaction.atomic
+def user_delete(*, user: User) -> None:
+    """Delete the user; their API keys and SSO tokens go with them (the keys answer 401 at once).
+    The organization's last active admin cannot be deleted."""
+    user = _lock(user)
+    if user.is_active_admin:
+        _ensure_another_active_admin(user, "deleted")
+    _emit(user, EventKind.USER_DELETED)
+    user.delete()
+
+
+@transaction.atomic
+def user_record_login(*, user: User, via: str) -> None:
+    """Called by every sign-in path (SSO, admin site, sign-in page) once the session exists."""
+    now = timezone.now()
+    User.objects.filter(pk=user.pk).update(last_login=now)
+    user.last_login = now
+    _emit(user, EventKind.USER_LOGIN, via=via)

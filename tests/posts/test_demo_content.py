@@ -1,0 +1,112 @@
+import pytest
+from django.utils import timezone
+
+from apps.channels.models import Channel, Team
+from apps.posts.models import ApiPublication, Media, Post, Tag
+from tests.api.test_seed_demo import bearer, seed
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def seeded() -> dict:
+    return seed()
+
+
+def test_output_names_the_channels_and_the_api_cases(seeded):
+    for account in seeded["accounts"]:
+        assert set(account["channels"]) == {"blog", "git", "linkedin", "api"}
+        assert set(account["posts"]) == {
+            "pending_with_record", "pending_without_record", "published_with_record", "draft", "scheduled_past",
+            "scheduled_future",
+        }  # fmt: skip
+        for label, channel_id in account["channels"].items():
+            channel = Channel.objects.get(pk=channel_id)
+            assert channel.account_id == account["id"]
+            assert channel.platform == label
+
+
+def test_each_account_has_teams_a_channel_without_team_and_tags(seeded):
+    for account in seeded["accounts"]:
+        assert Team.objects.filter(account_id=account["id"]).count() >= 2
+        channels = Channel.objects.filter(account_id=account["id"])
+        assert channels.filter(team=None).exists()
+        assert channels.exclude(team=None).exists()
+        assert Tag.objects.filter(account_id=account["id"]).exists()
+        assert Post.objects.filter(channel__account_id=account["id"], tags__isnull=False).exists()
+        assert Media.objects.filter(post__channel__account_id=account["id"]).exists()
+
+
+def test_every_platform_has_posts_in_each_of_its_statuses(seeded):
+    for account in seeded["accounts"]:
+        for label, channel_id in account["channels"].items():
+            statuses = set(Post.objects.filter(channel_id=channel_id).values_list("publication_status", flat=True))
+            expected = {"draft", "scheduled", "published"} | ({"publishing_pending"} if label == "api" else set())
+            assert statuses == expected, label
+
+
+def test_one_channel_has_at_least_120_posts(seeded):
+    blog = seeded["accounts"][0]["channels"]["blog"]
+    assert Post.objects.filter(channel_id=blog).count() >= 120
+
+
+def test_api_channel_cases_are_in_their_documented_states(seeded):
+    now = timezone.now()
+    for account in seeded["accounts"]:
+        posts = {label: Post.objects.get(pk=pk) for label, pk in account["posts"].items()}
+        assert {p.channel_id for p in posts.values()} == {account["channels"]["api"]}
+        has_record = {label: ApiPublication.objects.filter(post=p).exists() for label, p in posts.items()}
+        assert posts["pending_with_record"].publication_status == "publishing_pending"
+        assert has_record["pending_with_record"]
+        assert posts["pending_without_record"].publication_status == "publishing_pending"
+        assert not has_record["pending_without_record"]
+        assert posts["published_with_record"].publication_status == "published"
+        assert has_record["published_with_record"]
+        assert posts["published_with_record"].external_url.startswith("https://")
+        assert posts["draft"].publication_status == "draft"
+        assert posts["scheduled_past"].publication_status == "scheduled"
+        assert posts["scheduled_past"].scheduled_at < now
+        assert posts["scheduled_future"].publication_status == "scheduled"
+        assert posts["scheduled_future"].scheduled_at > now
+
+
+def test_the_readme_walkthrough_works_on_demo_data(seeded):
+    account = seeded["accounts"][0]
+    client = bearer(account["keys"]["all"])
+    api, posts = account["channels"]["api"], account["posts"]
+    base = f"/v1/channels/{api}/posts"
+    response = client.patch(
+        f"{base}/{posts['pending_with_record']}/publish",
+        {"post": {"external_id": "partner-2001", "external_url": "https://partner.example.com/articles/2001"}},
+        format="json",
+    )
+    assert response.status_code == 200
+    assert response.json()["data"]["publication_status"] == "published"
+    assert client.patch(f"{base}/{posts['pending_without_record']}/publish").json()["error"]["code"] == "no_publication"
+    assert client.patch(f"{base}/{posts['draft']}/publish").json()["error"]["code"] == "invalid_status"
+    assert client.patch(f"{base}/{posts['published_with_record']}/unpublish").status_code == 200
+    blog_post = Post.objects.filter(channel_id=account["channels"]["blog"]).first()
+    blog_url = f"/v1/channels/{blog_post.channel_id}/posts/{blog_post.id}/publish"
+    assert client.patch(blog_url).json()["error"]["code"] == "only_api_platform"
+    read_only = bearer(account["keys"]["read"])
+    assert read_only.patch(f"{base}/{posts['draft']}/publish").status_code == 403
+    other = seeded["accounts"][1]
+    assert client.get(f"/v1/channels/{other['channels']['api']}").status_code == 404
+
+
+def test_seeding_twice_adds_nothing_and_restores_the_api_cases():
+    first = seed()
+    counts = (Team.objects.count(), Channel.objects.count(), Post.objects.count(), Tag.objects.count(),
+              Media.objects.count(), ApiPublication.objects.count())  # fmt: skip
+    account = first["accounts"][0]
+    pending = account["posts"]["pending_with_record"]
+    client = bearer(account["keys"]["all"])
+    assert client.patch(f"/v1/channels/{account['channels']['api']}/posts/{pending}/publish").status_code == 200
+
+    second = seed()
+    assert (Team.objects.count(), Channel.objects.count(), Post.objects.count(), Tag.objects.count(),
+            Media.objects.count(), ApiPublication.objects.count()) == counts  # fmt: skip
+    assert [(a["channels"], a["posts"]) for a in second["accounts"]] == [
+        (a["channels"], a["posts"]) for a in first["accounts"]
+    ]
+    assert Post.objects.get(pk=pending).publication_status == "publishing_pending"
