@@ -88,12 +88,6 @@ class PostWorkflowResponseSerializer(serializers.Serializer):
     data = PostWorkflowResultSerializer()
 
 
-def post_webhook_data(post: Post) -> dict:
-    """`data.post` of a webhook delivery: the post as the database holds it now (call it inside
-    the service's transaction, after the change), in the same field forms as the API."""
-    return dict(PostContentSerializer(_post_with_channel(Post.objects.all(), post.pk)).data)
-
-
 def _post_with_channel(posts: PostQuerySet, post_id: int) -> Post:
     """A post with its content and its channel in the list form (team, posts_count)."""
     post = posts.with_content().filter(pk=post_id).first()

@@ -16,6 +16,9 @@ from apps.api.exceptions import DomainError, InvalidInput, NotFound
 from apps.channels.models import Channel
 from apps.channels.services import channel_get
 from apps.posts.models import POST_STATE_FIELDS, ApiPublication, Media, Post, PublicationStatus, Tag
+from apps.posts.payloads import post_webhook_data
+from apps.webhooks.models import EventKind
+from apps.webhooks.services import event_emit
 
 POST_NOT_FOUND = "Post not found."
 
@@ -91,6 +94,11 @@ def _locked_post(post_id: int) -> Post:
     if post is None:
         raise NotFound(POST_NOT_FOUND)
     return post
+
+
+def _emit(kind: str, post: Post) -> None:
+    """Write the post's event in the transaction of the change it reports (the webhooks outbox)."""
+    event_emit(account=post.channel.account, kind=kind, data={"post": post_webhook_data(post)}, post_id=post.pk)
 
 
 # --- content ---------------------------------------------------------------------------------
@@ -211,6 +219,8 @@ def post_update_content(
     if changed:
         # updated_at moves for tag and media changes too: they are the post's content.
         locked.save(update_fields=[*(name for name in changed if name in CONTENT_FIELDS), "updated_at"])
+        if locked.publication_status == PublicationStatus.PUBLISHED:
+            _emit(EventKind.POST_UPDATED, locked)
     return locked, changed
 
 
@@ -237,6 +247,7 @@ def _workflow_post(*, post_id: int, channel_id: int, account: Account, status: s
             f"Only a post in {status} can be {action}; this post is {post.publication_status}.",
             code="invalid_status",
         )
+    channel.account = account  # the channel was looked up within this account
     post.channel = channel
     return post
 
@@ -268,6 +279,7 @@ def post_mark_publishing_pending(*, post_id: int) -> Post:
     if post.publication_status != PublicationStatus.PUBLISHING_PENDING:
         post.mark_publishing_pending()
         post.save(update_fields=POST_STATE_FIELDS)
+        _emit(EventKind.POST_PUBLISHING_PENDING, post)
     return post
 
 
@@ -292,6 +304,7 @@ def post_publish(
     post.save(update_fields=POST_STATE_FIELDS)
     publication.confirm(at=now, external_id=external_id, external_url=external_url)
     publication.save(update_fields=["confirmed_at", "external_id", "external_url"])
+    _emit(EventKind.POST_PUBLISHED, post)
     return post
 
 
@@ -307,6 +320,7 @@ def post_unpublish(*, post_id: int, channel_id: int, account: Account) -> Post:
     post.save(update_fields=POST_STATE_FIELDS)
     publication.reset()
     publication.save(update_fields=["confirmed_at", "external_id", "external_url"])
+    _emit(EventKind.POST_UNPUBLISHED, post)
     return post
 
 
@@ -345,6 +359,7 @@ def post_set_status(*, post_id: int, status: str, scheduled_at: datetime | None 
         post = post_unpublish(post_id=post.pk, channel_id=channel.pk, account=channel.account)
         if status == PublicationStatus.DRAFT:
             return post
+    was_published = post.publication_status == PublicationStatus.PUBLISHED
     if status == PublicationStatus.DRAFT:
         post.mark_draft()
     elif status == PublicationStatus.SCHEDULED:
@@ -352,4 +367,9 @@ def post_set_status(*, post_id: int, status: str, scheduled_at: datetime | None 
     else:
         post.mark_published(at=timezone.now())
     post.save(update_fields=POST_STATE_FIELDS)
+    # Channels that publish directly: an editor's publish or take-down is the event itself.
+    if status == PublicationStatus.PUBLISHED:
+        _emit(EventKind.POST_PUBLISHED, post)
+    elif was_published:
+        _emit(EventKind.POST_UNPUBLISHED, post)
     return post

@@ -93,9 +93,10 @@ def test_publish_and_unpublish_run_a_fixed_number_of_queries(client, api_key, dj
     post.tags.set(TagFactory.create_batch(n_tags, account=api_key.account))
     MediaFactory.create_batch(n_tags, post=post)
     url = f"/v1/channels/{post.channel_id}/posts/{post.id}"
-    # channel, post (locked), record, post update, record update, tags, media; and the service's
+    # channel, post (locked), record, post update, record update, tags, media; the webhook event:
+    # its post with tags, media and channel, the event row, the endpoints; and the service's
     # transaction, a savepoint and its release inside the test's own transaction.
-    with django_assert_num_queries(AUTH + 7 + 2):
+    with django_assert_num_queries(AUTH + 7 + 6 + 2):
         assert client.patch(f"{url}/publish").status_code == 200
-    with django_assert_num_queries(AUTH + 7 + 2):
+    with django_assert_num_queries(AUTH + 7 + 6 + 2):
         assert client.patch(f"{url}/unpublish").status_code == 200

@@ -26,6 +26,11 @@ class Command(BaseCommand):
             self.stdout.write(f"  {account['name']} (account {account['id']}, plan {account['plan']})")
             for label, key in account["keys"].items():
                 self.stdout.write(f"    {label:8} {key}")
+            if "channels" in account:
+                channels = ", ".join(f"{label} {pk}" for label, pk in account["channels"].items())
+                self.stdout.write(f"    channels: {channels}")
+                posts = ", ".join(f"{label} {pk}" for label, pk in account["posts"].items())
+                self.stdout.write(f"    api channel posts: {posts}")
         login = result["admin_login"]
         self.stdout.write(f"Admin site login: {login['username']} / {login['password']}")
         first_key = result["accounts"][0]["keys"]["all"]

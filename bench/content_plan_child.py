@@ -1,0 +1,48 @@
+"""One content plan run in a process of its own, for the benchmark: prints a JSON line with the
+seconds the run took and the process's peak resident memory.
+
+    python bench/content_plan_child.py
+"""
+
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from apps.posts.content_plan import content_plan_run  # noqa: E402
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kilobytes on Linux
+
+
+def main() -> None:
+    before = peak_rss_mb()
+    started = time.perf_counter()
+    result = content_plan_run()
+    seconds = time.perf_counter() - started
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "moved": result.moved,
+                "publishing_pending": result.publishing_pending,
+                "published": result.published,
+                "peak_rss_mb": peak_rss_mb(),
+                "rss_before_run_mb": before,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

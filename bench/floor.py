@@ -1,0 +1,174 @@
+"""The floor of the API benchmark: plain Django views (no DRF) that do the same authentication
+lookup and the same queries as the real endpoints and return the same JSON with JsonResponse.
+
+They serve nothing but the comparison: what the cheapest hand-written Django code costs for the
+same work, under the same middleware. The benchmark checks that their bodies equal the real
+endpoints' bodies before it measures anything.
+"""
+
+import math
+from datetime import UTC
+
+from django.conf import settings
+from django.http import JsonResponse
+from django.utils import timezone
+
+from apps.accounts.models import ApiKey, split_api_key
+from apps.accounts.services import api_key_touch
+from apps.api.ratelimit import enforce_account_budget
+from apps.channels.models import Channel
+from apps.posts.models import Media, Post, Tag
+
+COMPACT = {"separators": (",", ":"), "ensure_ascii": False}  # the bytes DRF's JSONRenderer writes
+
+
+def _json(data, status: int = 200) -> JsonResponse:
+    return JsonResponse(data, status=status, json_dumps_params=COMPACT)
+
+
+def _error(status: int, code: str, message: str) -> JsonResponse:
+    return _json({"error": {"code": code, "message": message}}, status)
+
+
+def _utc(value) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat()[:-6] + "Z"
+
+
+def _authenticate(request) -> ApiKey | None:
+    """The key lookup of apps.api.authentication, written out: one indexed query by prefix, one
+    SHA-256, the same checks, the same rate-limit charge and last-use write."""
+    scheme, _, raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    parts = split_api_key(raw.strip()) if scheme.lower() == "bearer" else None
+    if parts is None:
+        return None
+    api_key = ApiKey.objects.select_related("account", "user").filter(prefix=parts[0]).first()
+    if api_key is None or not api_key.matches(raw.strip()) or not api_key.is_usable(timezone.now()):
+        return None
+    if not api_key.user.is_active:
+        return None
+    enforce_account_budget(request, api_key.account)
+    api_key_touch(api_key=api_key)
+    request.user, request.auth = api_key.user, api_key
+    return api_key
+
+
+def _unauthorized() -> JsonResponse:
+    return _error(401, "authentication_failed", "Invalid API key provided.")
+
+
+def _channel(account_id: int, channel_id: int) -> dict | None:
+    row = (
+        Channel.objects.with_posts_count()
+        .of_account(account_id)
+        .filter(pk=channel_id)
+        .values("id", "title", "platform", "team_id", "team__name", "posts_count")
+        .first()
+    )
+    if row is None:
+        return None
+    team = None if row["team_id"] is None else {"id": row["team_id"], "name": row["team__name"]}
+    return {
+        "id": row["id"],
+        "title": row["title"],
+        "platform": row["platform"],
+        "team": team,
+        "posts_count": row["posts_count"],
+    }
+
+
+def _page_params(request) -> tuple[int, int] | None:
+    try:
+        page = int(request.GET.get("page") or 1)
+        per_page = int(request.GET.get("per_page") or request.GET.get("limit") or settings.PAGE_SIZE_DEFAULT)
+    except ValueError:
+        return None
+    if page < 1 or per_page < 1:
+        return None
+    return page, min(per_page, settings.PAGE_SIZE_MAX)
+
+
+def me(request):
+    api_key = _authenticate(request)
+    if api_key is None:
+        return _unauthorized()
+    account = api_key.account
+    return _json(
+        {
+            "data": {
+                "account": {"id": account.id, "name": account.name},
+                "token": {"name": api_key.name, "scopes": list(api_key.scopes), "expires_at": _utc(api_key.expires_at)},
+            }
+        }
+    )
+
+
+LIST_COLUMNS = ("id", "title", "teaser", "slug", "publication_status", "created_at", "updated_at")
+
+
+def channel_posts(request, channel_id: int):
+    api_key = _authenticate(request)
+    if api_key is None:
+        return _unauthorized()
+    if "read:posts" not in api_key.scopes:
+        return _error(403, "insufficient_scope", "This API key lacks the scope 'read:posts'.")
+    params = _page_params(request)
+    if params is None:
+        return _error(400, "VALIDATION_ERROR", "page and per_page must be positive integers.")
+    page, per_page = params
+    channel = _channel(api_key.account_id, channel_id)
+    if channel is None:
+        return _error(404, "not_found", "Resource not found.")
+    posts = Post.objects.filter(channel_id=channel_id).order_by("id")
+    count = posts.count()
+    offset = (page - 1) * per_page
+    rows = posts.values_list(*LIST_COLUMNS)[offset : offset + per_page] if offset < count else []
+    data = [
+        {
+            "id": pk,
+            "title": title,
+            "teaser": teaser,
+            "slug": slug,
+            "publication_status": status,
+            "created_at": _utc(created_at),
+            "updated_at": _utc(updated_at),
+            "channel": channel,
+        }
+        for pk, title, teaser, slug, status, created_at, updated_at in rows
+    ]
+    meta = {"page": page, "pages": math.ceil(count / per_page), "count": count, "per_page": per_page}
+    return _json({"data": data, "meta": meta})
+
+
+def channel_post(request, channel_id: int, post_id: int):
+    api_key = _authenticate(request)
+    if api_key is None:
+        return _unauthorized()
+    if "read:posts" not in api_key.scopes:
+        return _error(403, "insufficient_scope", "This API key lacks the scope 'read:posts'.")
+    channel = _channel(api_key.account_id, channel_id)
+    if channel is None:
+        return _error(404, "not_found", "Resource not found.")
+    post = Post.objects.filter(channel_id=channel_id, pk=post_id).values().first()
+    if post is None:
+        return _error(404, "not_found", "Post not found.")
+    tags = Tag.objects.filter(posts__id=post_id).values("id", "name")
+    media = Media.objects.filter(post_id=post_id).values("id", "kind", "url", "alt_text", "width", "height")
+    data = {
+        "id": post["id"],
+        "title": post["title"],
+        "teaser": post["teaser"],
+        "slug": post["slug"],
+        "publication_status": post["publication_status"],
+        "created_at": _utc(post["created_at"]),
+        "updated_at": _utc(post["updated_at"]),
+        "channel": channel,
+        "body": post["body"],
+        "published_at": _utc(post["published_at"]),
+        "meta_title": post["meta_title"],
+        "meta_description": post["meta_description"],
+        "tags": list(tags),
+        "media": list(media),
+        "external_id": post["external_id"],
+        "external_url": post["external_url"],
+    }
+    return _json({"data": data})

@@ -1,0 +1,18 @@
+"""The service's URLs, plus the floor's plain Django views under /v1/floor/ (so the same
+middleware stack serves both)."""
+
+from django.urls import path
+
+from bench import floor
+from config import urls as service_urls
+
+urlpatterns = [
+    path("v1/floor/me", floor.me),
+    path("v1/floor/channels/<int:channel_id>/posts", floor.channel_posts),
+    path("v1/floor/channels/<int:channel_id>/posts/<int:post_id>", floor.channel_post),
+    *service_urls.urlpatterns,
+]
+
+handler400 = service_urls.handler400
+handler404 = service_urls.handler404
+handler500 = service_urls.handler500
