@@ -187,7 +187,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
     "socket_connect_timeout": 2,
 }
 if CELERY_BROKER_URL == "filesystem://":
-    _broker_dir = VAR_DIR / "broker"
+    _broker_dir = Path(env.str("FILESYSTEM_BROKER_DIR", default=str(VAR_DIR / "broker")))
     for _sub in ("queue", "processed"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -99,7 +99,9 @@ def _seed_api_channel(channel: Channel, tags: dict[str, Tag]) -> dict[str, int]:
         post.scheduled_at = None
         post.save()
         posts[label] = post.pk
-    post_set_status(post_id=posts["scheduled_past"], status="scheduled", scheduled_at=now - timedelta(hours=1))
+    post_set_status(
+        post_id=posts["scheduled_past"], status="scheduled", scheduled_at=now - timedelta(hours=1), allow_past=True
+    )
     post_set_status(post_id=posts["scheduled_future"], status="scheduled", scheduled_at=now + timedelta(days=7))
     post_mark_publishing_pending(post_id=posts["pending_with_record"])
     published = post_mark_publishing_pending(post_id=posts["published_with_record"])

@@ -328,7 +328,9 @@ def post_unpublish(*, post_id: int, channel_id: int, account: Account) -> Post:
 
 
 @transaction.atomic
-def post_set_status(*, post_id: int, status: str, scheduled_at: datetime | None = None) -> Post:
+def post_set_status(
+    *, post_id: int, status: str, scheduled_at: datetime | None = None, allow_past: bool = False
+) -> Post:
     """An editor sets a post's status and planned time.
 
     On `api` channels the workflow's own transitions run through the workflow functions above,
@@ -341,6 +343,17 @@ def post_set_status(*, post_id: int, status: str, scheduled_at: datetime | None 
         raise field_error("publication_status", "invalid_choice", f"Unknown status {status!r}.")
     if status == PublicationStatus.SCHEDULED and scheduled_at is None:
         raise field_error("scheduled_at", "required", "A scheduled post needs the time it is scheduled for.")
+    rescheduling = status == PublicationStatus.SCHEDULED and (
+        post.publication_status != status or post.scheduled_at != scheduled_at
+    )
+    # A time in the past would publish at the content plan's next run: almost always a slip of
+    # the date picker, so it needs saying (callers that mean it, such as demo data, allow it).
+    if rescheduling and not allow_past and scheduled_at <= timezone.now():
+        raise field_error(
+            "scheduled_at",
+            "past",
+            f"{scheduled_at:%Y-%m-%d %H:%M} UTC is in the past: pick a future time, or publish the post now.",
+        )
     if post.scheduled_at != scheduled_at:
         post.scheduled_at = scheduled_at
         post.save(update_fields=["scheduled_at", "updated_at"])

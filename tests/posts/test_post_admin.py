@@ -187,6 +187,31 @@ def test_scheduling_from_the_admin(admin_client):
     assert (post.publication_status, post.scheduled_at) == ("scheduled", when)
 
 
+def test_scheduling_in_the_past_from_the_admin_is_refused_with_a_clear_message(admin_client):
+    post = PostFactory()
+    when = (timezone.now() - timedelta(hours=2)).replace(microsecond=0)
+    response = admin_client.post(
+        change_url(post), form_data(post, publication_status="scheduled", scheduled_at=when), follow=True
+    )
+    post.refresh_from_db()
+    assert post.publication_status == "draft"
+    assert any("is in the past" in m for m in messages_of(response))
+
+
+def test_rescheduling_and_cancelling_from_the_admin(admin_client):
+    post = PostFactory()
+    first = (timezone.now() + timedelta(days=1)).replace(microsecond=0)
+    admin_client.post(change_url(post), form_data(post, publication_status="scheduled", scheduled_at=first))
+    post.refresh_from_db()
+    later = first + timedelta(days=2)
+    admin_client.post(change_url(post), form_data(post, publication_status="scheduled", scheduled_at=later))
+    post.refresh_from_db()
+    assert post.scheduled_at == later
+    admin_client.post(change_url(post), form_data(post, publication_status="draft", scheduled_at=None))
+    post.refresh_from_db()
+    assert (post.publication_status, post.scheduled_at) == ("draft", None)
+
+
 def test_status_change_on_an_api_channel_runs_the_workflow(admin_client):
     record = ApiPublicationFactory()
     post = record.post

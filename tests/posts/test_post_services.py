@@ -251,6 +251,33 @@ def test_scheduling_needs_a_time_and_stores_it():
     assert (stored(post).publication_status, stored(post).scheduled_at) == ("scheduled", when)
 
 
+def test_scheduling_in_the_past_is_refused_with_a_clear_message():
+    post = PostFactory()
+    with pytest.raises(InvalidInput) as caught:
+        post_set_status(post_id=post.id, status="scheduled", scheduled_at=timezone.now() - timedelta(minutes=5))
+    assert caught.value.details["field"] == "scheduled_at" and caught.value.details["rule"] == "past"
+    assert "is in the past" in caught.value.message
+    assert stored(post).publication_status == "draft"
+
+
+def test_scheduling_in_the_past_is_possible_when_meant():
+    post = PostFactory()
+    post_set_status(
+        post_id=post.id, status="scheduled", scheduled_at=timezone.now() - timedelta(minutes=5), allow_past=True
+    )
+    assert stored(post).publication_status == "scheduled"
+
+
+def test_rescheduling_and_cancelling():
+    post = PostFactory()
+    later = timezone.now() + timedelta(days=1)
+    post_set_status(post_id=post.id, status="scheduled", scheduled_at=later)
+    post_set_status(post_id=post.id, status="scheduled", scheduled_at=later + timedelta(days=1))
+    assert stored(post).scheduled_at == later + timedelta(days=1)
+    post_set_status(post_id=post.id, status="draft")
+    assert (stored(post).publication_status, stored(post).scheduled_at) == ("draft", None)
+
+
 def test_publishing_pending_exists_only_on_api_channels():
     with pytest.raises(DomainError) as caught:
         post_set_status(
@@ -273,7 +300,7 @@ def test_api_channel_statuses_go_through_the_workflow():
     assert ApiPublication.objects.filter(post=post).exists()
     post_set_status(post_id=post.id, status="published")
     assert ApiPublication.objects.get(post=post).confirmed_at == stored(post).published_at
-    post_set_status(post_id=post.id, status="scheduled", scheduled_at=timezone.now())
+    post_set_status(post_id=post.id, status="scheduled", scheduled_at=timezone.now() + timedelta(hours=1))
     assert stored(post).publication_status == "scheduled"
     assert ApiPublication.objects.get(post=post).confirmed_at is None
 

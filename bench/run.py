@@ -1,0 +1,733 @@
+"""`make bench`: the API, webhook and content plan benchmarks, each against its floor.
+
+Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
+Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
+gunicorn, a Celery worker and a webhook receiver on ports 8400-8499 and stops them (their whole
+process groups) whatever happens. Prints the results table and writes it to bench/RESULTS.md.
+Logs of the started processes are in bench/.work/.
+
+    python bench/run.py [--only api,webhooks,plan] [--duration 20]
+"""
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "bench" / ".work"
+RESULTS = ROOT / "bench" / "RESULTS.md"
+PYTHON = sys.executable
+BIN = Path(PYTHON).parent
+
+PG_SERVER = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+DB_NAME = os.environ.get("BENCH_DATABASE", "cps_bench")
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7")
+QUEUE = "cps-bench"
+WEB_PORT, RECEIVER_PORT = 8401, 8402
+# gunicorn on 2 cores: one process per core, threads to overlap each request's waits on
+# PostgreSQL; wrk and PostgreSQL share the same 2 cores (see README: Benchmarks).
+WEB_CONCURRENCY = os.environ.get("BENCH_WEB_CONCURRENCY", "2")
+WEB_THREADS = os.environ.get("BENCH_WEB_THREADS", "4")
+WORKER_CONCURRENCY = os.environ.get("BENCH_WORKER_CONCURRENCY", "2")
+
+CONNECTIONS = 32
+LIST_POSTS = 1000
+WEBHOOK_EVENTS = 10_000
+WEBHOOK_BATCH = 500
+PLAN_SIZES = (10_000, 100_000)
+
+ENV = {
+    "DATABASE_URL": f"{PG_SERVER}/{DB_NAME}",
+    "REDIS_URL": REDIS_URL,
+    "CELERY_BROKER_URL": REDIS_URL,
+    "CELERY_QUEUE": QUEUE,
+    "ENVIRONMENT": "production",
+    "SECRET_KEY": f"bench-only-{secrets.token_urlsafe(32)}",
+    "DEBUG": "false",
+    "ALLOWED_HOSTS": "127.0.0.1,localhost",
+    # Receivers on this machine: the benchmark's own.
+    "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+    # The bench account is on the enterprise plan; this keeps that plan unlimited whatever the
+    # caller's environment says, so no 429 pollutes the figures.
+    "RATE_LIMIT_ENTERPRISE": "",
+    "LOG_LEVEL": "INFO",
+    "LOG_FORMAT": "plain",
+    "DJANGO_SETTINGS_MODULE": "config.settings",
+}
+os.environ.update(ENV)
+sys.path.insert(0, str(ROOT))
+
+
+# --- processes ------------------------------------------------------------------------------------
+
+
+class Process:
+    """A child in its own process group (gunicorn's and celery's children go with it)."""
+
+    running: list["Process"] = []
+
+    def __init__(self, name: str, args: list[str], env: dict | None = None) -> None:
+        self.name = name
+        self.log_path = WORK / f"{name}.log"
+        self.log = self.log_path.open("w")
+        self.popen = subprocess.Popen(
+            args, cwd=ROOT, env=child_env(env), stdout=self.log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        Process.running.append(self)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_log(self, needle: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if needle in self.log_text():
+                return
+            if self.popen.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} did not start; see {self.log_path}:\n{self.log_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGTERM)
+                self.popen.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                pass
+        try:  # whatever is left of the group (pool children, gunicorn workers)
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self.popen.poll() is None:
+            self.popen.wait(timeout=10)
+        self.log.close()
+        if self in Process.running:
+            Process.running.remove(self)
+
+    @classmethod
+    def stop_all(cls) -> None:
+        for process in list(cls.running):
+            process.stop()
+
+
+def child_env(extra: dict | None = None) -> dict:
+    """Started processes run the production settings unless told otherwise."""
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **(extra or {})}
+
+
+def wait_http(url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):  # noqa: S310 - our own server on 127.0.0.1
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer")
+
+
+def http_json(url: str, data: bytes | None = None) -> dict:
+    with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10) as response:  # noqa: S310
+        return json.loads(response.read())
+
+
+# --- set-up ---------------------------------------------------------------------------------------
+
+
+def ensure_wrk() -> str:
+    path = shutil.which("wrk")
+    if path:
+        return path
+    print("bench: installing wrk (Debian package)", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=True, env=env, stdout=subprocess.DEVNULL)
+    return shutil.which("wrk") or "wrk"
+
+
+def ensure_database() -> None:
+    import psycopg
+
+    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
+        if not conn.execute("select 1 from pg_database where datname = %s", [DB_NAME]).fetchone():
+            conn.execute(f'create database "{DB_NAME}"')
+
+
+def flush_redis() -> None:
+    import redis
+
+    redis.Redis.from_url(REDIS_URL).flushdb()
+
+
+def setup_django() -> None:
+    import django
+
+    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    django.setup()
+    import logging
+
+    # The in-process checks below go through the request log too; the servers keep theirs.
+    logging.getLogger("cps.request").setLevel(logging.WARNING)
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    call_command("flush", verbosity=0, interactive=False)
+
+
+def sql(statement: str, params=None) -> list:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params or [])
+        return cursor.fetchall() if cursor.description else []
+
+
+def machine() -> dict:
+    meminfo = Path("/proc/meminfo").read_text()
+    mem_kb = int(re.search(r"MemTotal:\s+(\d+)", meminfo).group(1))
+    cpu = re.search(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
+    from django import get_version
+
+    return {
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kb / 1024 / 1024, 1),
+        "cpu": cpu.group(1).strip() if cpu else platform.processor(),
+        "python": platform.python_version(),
+        "django": get_version(),
+        "postgres": sql("show server_version")[0][0],
+        "load_at_start": os.getloadavg(),
+    }
+
+
+def make_account(name: str, plan: str = "enterprise"):
+    from apps.accounts.models import Account
+
+    return Account.objects.create(name=name, plan=plan)
+
+
+def insert_posts(channel_ids: list[int], n: int, *, status: str, scheduled: bool, tags: list[int]) -> None:
+    """`n` posts spread round-robin over the channels, each with the given tags and one image."""
+    sql(
+        """
+        insert into posts_post (title, body, teaser, slug, publication_status, scheduled_at, created_at,
+                                updated_at, channel_id)
+        select 'Post number ' || g, repeat('Some **Markdown** body text of the post. ', 25), 'Teaser of post ' || g,
+               'post-' || g, %s, case when %s then now() - interval '1 minute' - (g %% 3600) * interval '1 second' end,
+               now() - interval '2 days', now() - interval '1 day', (%s::bigint[])[1 + g %% cardinality(%s::bigint[])]
+        from generate_series(1, %s) g
+        """,
+        [status, scheduled, channel_ids, channel_ids, n],
+    )
+    sql(
+        """
+        insert into posts_post_tags (post_id, tag_id)
+        select p.id, t from posts_post p, unnest(%s::bigint[]) t where p.channel_id = any(%s)
+        """,
+        [tags, channel_ids],
+    )
+    sql(
+        """
+        insert into posts_media (kind, url, alt_text, width, height, position, created_at, post_id)
+        select 'image', 'https://cdn.example.com/images/' || p.id || '.jpg', 'Cover image', 1200, 630, 0, now(), p.id
+        from posts_post p where p.channel_id = any(%s)
+        """,
+        [channel_ids],
+    )
+    sql("analyze posts_post; analyze posts_post_tags; analyze posts_media")
+
+
+# --- 1. API throughput --------------------------------------------------------------------------
+
+
+def seed_api() -> dict:
+    from apps.accounts.models import Scope
+    from apps.accounts.services import api_key_create
+    from apps.channels.models import Channel, Team
+    from apps.posts.models import Post, Tag
+    from apps.users.models import Role, User
+
+    account = make_account("API bench")
+    user = User.objects.create(account=account, email="reader@bench.example.com", name="Bench Reader", role=Role.EDITOR)
+    _, key = api_key_create(
+        account=account, user=user, name="bench", scopes=[Scope.READ_CHANNELS, Scope.READ_POSTS],
+        expires_at=datetime.now(UTC) + timedelta(days=30),
+    )  # fmt: skip
+    team = Team.objects.create(account=account, name="Editorial")
+    channel = Channel.objects.create(account=account, team=team, title="Company Blog", platform="blog")
+    tags = [Tag.objects.create(account=account, name=name).pk for name in ("django", "news", "python")]
+    insert_posts([channel.pk], LIST_POSTS, status="published", scheduled=False, tags=tags)
+    post = Post.objects.filter(channel=channel).order_by("id")[10]
+    sql("insert into posts_media (kind, url, alt_text, width, height, position, created_at, post_id) "
+        "values ('video', 'https://cdn.example.com/v.mp4', '', null, null, 1, now(), %s)", [post.pk])  # fmt: skip
+    return {"key": key, "channel": channel.pk, "post": post.pk}
+
+
+def api_endpoints(seed: dict) -> list[tuple[str, str, str]]:
+    """(label, path of the real endpoint, path of its floor)."""
+    channel, post = seed["channel"], seed["post"]
+    return [
+        ("GET /v1/channels/{id}/posts?per_page=20", f"/v1/channels/{channel}/posts?per_page=20",
+         f"/v1/floor/channels/{channel}/posts?per_page=20"),
+        ("GET /v1/channels/{id}/posts?per_page=100", f"/v1/channels/{channel}/posts?per_page=100",
+         f"/v1/floor/channels/{channel}/posts?per_page=100"),
+        ("GET /v1/channels/{id}/posts/{id}", f"/v1/channels/{channel}/posts/{post}",
+         f"/v1/floor/channels/{channel}/posts/{post}"),
+        ("GET /v1/me", "/v1/me", "/v1/floor/me"),
+    ]  # fmt: skip
+
+
+def count_queries(seed: dict, endpoints) -> dict:
+    """Queries per request of each endpoint and its floor, measured in-process, and a check that
+    the floor answers byte for byte what the endpoint answers."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {seed['key']}")
+    client.get("/v1/me")  # records the key's last use, which is then not written again for a minute
+    counts = {}
+    for label, path, floor_path in endpoints:
+        bodies = []
+        for which, url in (("api", path), ("floor", floor_path)):
+            with CaptureQueriesContext(connection) as queries:
+                response = client.get(url)
+            if response.status_code != 200:
+                raise RuntimeError(f"{url} answered {response.status_code}: {response.content[:500]!r}")
+            counts[(label, which)] = len(queries)
+            bodies.append(response.content)
+        if bodies[0] != bodies[1]:
+            raise RuntimeError(f"the floor of {label} answers other JSON:\n{bodies[0][:600]!r}\n{bodies[1][:600]!r}")
+    return counts
+
+
+UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def parse_wrk(output: str) -> dict:
+    def latency(percent: str) -> float:
+        value, unit = re.search(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s)\s*$", output, re.M).groups()
+        return float(value) * UNITS[unit]
+
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
+        "requests": int(re.search(r"(\d+) requests in", output).group(1)),
+        "p50": latency("50"),
+        "p99": latency("99"),
+        "non_2xx": int(non_2xx.group(1)) if non_2xx else 0,
+        "socket_errors": sum(int(n) for n in errors.groups()) if errors else 0,
+    }
+
+
+def wrk(wrk_bin: str, key: str, path: str, seconds: int) -> dict:
+    result = subprocess.run(
+        [wrk_bin, "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-H", f"Authorization: Bearer {key}",
+         f"http://127.0.0.1:{WEB_PORT}{path}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    (WORK / "wrk.log").open("a").write(f"$ wrk {path}\n{result.stdout}\n")
+    return parse_wrk(result.stdout)
+
+
+def bench_api(wrk_bin: str, duration: int) -> dict:
+    seed = seed_api()
+    endpoints = api_endpoints(seed)
+    queries = count_queries(seed, endpoints)
+    web = Process(
+        "gunicorn",
+        [str(BIN / "gunicorn"), "-c", "config/gunicorn.py", "config.wsgi"],
+        {"DJANGO_SETTINGS_MODULE": "bench.settings", "BIND": f"127.0.0.1:{WEB_PORT}",
+         "WEB_CONCURRENCY": WEB_CONCURRENCY, "WEB_THREADS": WEB_THREADS},
+    )  # fmt: skip
+    wait_http(f"http://127.0.0.1:{WEB_PORT}/healthz")
+    rows = []
+    try:
+        for label, path, floor_path in endpoints:
+            for url in (path, floor_path):  # warm both: connections, caches, code paths
+                wrk(wrk_bin, seed["key"], url, 2)
+            api = wrk(wrk_bin, seed["key"], path, duration)
+            floor = wrk(wrk_bin, seed["key"], floor_path, duration)
+            rows.append({"endpoint": label, "api": api, "floor": floor, "ratio": api["rps"] / floor["rps"],
+                         "queries": queries[(label, "api")], "floor_queries": queries[(label, "floor")]})  # fmt: skip
+            print(f"  {label}: {api['rps']:.0f} req/s (floor {floor['rps']:.0f}), p99 {api['p99']:.1f} ms", flush=True)
+    finally:
+        boots = web.log_text().count("Booting worker")
+        web.stop()
+    return {"rows": rows, "worker_boots": boots, "duration": duration}
+
+
+# --- 2. webhook delivery throughput -------------------------------------------------------------
+
+
+def bench_webhooks() -> dict:
+    from django.db import transaction
+    from django.db.models import Max
+
+    import config.celery  # noqa: F401 - the Celery app the tasks are sent with
+    from apps.posts.payloads import posts_webhook_data
+    from apps.posts.models import Post
+    from apps.webhooks.models import Delivery, DeliveryStatus, EventKind, WebhookEndpoint
+    from apps.webhooks.services import EventInput, events_emit
+
+    account = make_account("Webhook bench")
+    endpoint = WebhookEndpoint.objects.create(account=account, url=f"http://127.0.0.1:{RECEIVER_PORT}/hook")
+    [(post, data)] = posts_webhook_data([Post.objects.filter(media__kind="video").values_list("pk", flat=True)[0]])
+    data = {"post": data}
+
+    receiver = Process("receiver", [PYTHON, "bench/receiver.py", str(RECEIVER_PORT), endpoint.secret])
+    receiver.wait_for_log("listening")
+    stats_url = f"http://127.0.0.1:{RECEIVER_PORT}/stats"
+    worker = Process(
+        "worker",
+        [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO", "--concurrency", WORKER_CONCURRENCY,
+         "-Q", QUEUE, "--without-gossip", "--without-mingle", "--without-heartbeat"],
+    )  # fmt: skip
+    try:
+        worker.wait_for_log(" ready.")
+        first_commit: list[float] = []
+        for start in range(0, WEBHOOK_EVENTS, WEBHOOK_BATCH):
+            with transaction.atomic():
+                if not first_commit:
+                    # Registered before the outbox's own hook, so it runs first, right at COMMIT.
+                    transaction.on_commit(lambda: first_commit.append(time.time()))
+                items = [EventInput(account=account, data=data, post_id=post.pk)] * WEBHOOK_BATCH
+                events_emit(kind=EventKind.POST_PUBLISHED, items=items[: WEBHOOK_EVENTS - start])
+        deliveries = Delivery.objects.filter(endpoint=endpoint)
+        deadline = time.monotonic() + 300
+        while deliveries.filter(status=DeliveryStatus.SUCCEEDED).count() < WEBHOOK_EVENTS:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"deliveries did not finish; see {worker.log_path}")
+            time.sleep(0.2)
+        last = deliveries.aggregate(last=Max("delivered_at"))["last"].timestamp()
+        worker_stats = http_json(stats_url)
+        attempts = sum(deliveries.values_list("attempts", flat=True))
+    finally:
+        worker.stop()
+    try:
+        bodies = WORK / "webhook-bodies.jsonl"
+        with bodies.open("w") as out:
+            for pk, kind, body in deliveries.values_list("pk", "event__kind", "event__body"):
+                out.write(json.dumps({"delivery": str(pk), "event": kind, "body": body}) + "\n")
+        http_json(f"http://127.0.0.1:{RECEIVER_PORT}/reset", data=b"")
+        floor_run = subprocess.run(
+            [PYTHON, "bench/webhook_floor.py", f"http://127.0.0.1:{RECEIVER_PORT}/hook", endpoint.secret, str(bodies)],
+            cwd=ROOT, env=child_env(), capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        floor = json.loads(floor_run.stdout.strip().splitlines()[-1])
+        floor_stats = http_json(stats_url)
+    finally:
+        receiver.stop()
+    seconds = last - first_commit[0]
+    return {
+        "events": WEBHOOK_EVENTS,
+        "seconds": seconds,
+        "rate": WEBHOOK_EVENTS / seconds,
+        "attempts": attempts,
+        "receiver": worker_stats,
+        "floor_seconds": floor["seconds"],
+        "floor_rate": floor["ok"] / floor["seconds"],
+        "floor_receiver": floor_stats,
+        "ratio": (WEBHOOK_EVENTS / seconds) / (floor["ok"] / floor["seconds"]),
+        "concurrency": WORKER_CONCURRENCY,
+        "body_bytes": len(json.dumps(data)),
+    }
+
+
+# --- 3. content plan ------------------------------------------------------------------------------
+
+FLOOR_SQL = """
+create temporary table moved (id bigint primary key, channel_id bigint, platform text, account_id bigint)
+    on commit drop;
+with due as (
+    select id from posts_post where publication_status = 'scheduled' and scheduled_at <= %(now)s
+    for update skip locked
+), changed as (
+    update posts_post p set
+        publication_status = case when c.platform = 'api' then 'publishing_pending' else 'published' end,
+        published_at = case when c.platform = 'api' then null else %(now)s end,
+        external_id = case when c.platform = 'api' then null else p.external_id end,
+        external_url = case when c.platform = 'api' then null else p.external_url end,
+        updated_at = %(now)s
+    from due, channels_channel c
+    where p.id = due.id and c.id = p.channel_id
+    returning p.id, p.channel_id, c.platform, c.account_id
+)
+insert into moved select * from changed;
+
+insert into posts_apipublication (post_id, created_at, confirmed_at, external_id, external_url)
+select id, %(now)s, null, null, null from moved where platform = 'api'
+on conflict (post_id) do update set confirmed_at = null, external_id = null, external_url = null;
+
+with counts as (
+    select channel_id, count(*) as n from posts_post
+    where channel_id in (select distinct channel_id from moved) group by channel_id
+), events as (
+    insert into webhooks_event (account_id, kind, post_id, created_at, body)
+    select m.account_id, k.kind, p.id, %(now)s, json_build_object(
+        'event', k.kind,
+        'timestamp', to_char(%(now)s at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'account', json_build_object('id', a.id, 'name', a.name),
+        'data', json_build_object('post', json_build_object(
+            'id', p.id, 'title', p.title, 'teaser', p.teaser, 'slug', p.slug,
+            'publication_status', p.publication_status,
+            'created_at', to_char(p.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'updated_at', to_char(p.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'channel', json_build_object(
+                'id', c.id, 'title', c.title, 'platform', c.platform,
+                'team', case when t.id is null then null else json_build_object('id', t.id, 'name', t.name) end,
+                'posts_count', counts.n),
+            'body', p.body,
+            'published_at', to_char(p.published_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'meta_title', p.meta_title, 'meta_description', p.meta_description,
+            'tags', coalesce((select json_agg(json_build_object('id', tg.id, 'name', tg.name) order by tg.name, tg.id)
+                              from posts_post_tags pt join posts_tag tg on tg.id = pt.tag_id
+                              where pt.post_id = p.id), '[]'::json),
+            'media', coalesce((select json_agg(json_build_object('id', md.id, 'kind', md.kind, 'url', md.url,
+                                               'alt_text', md.alt_text, 'width', md.width, 'height', md.height)
+                                               order by md.position, md.id)
+                               from posts_media md where md.post_id = p.id), '[]'::json)
+        ))
+    )::text
+    from moved m
+    join posts_post p on p.id = m.id
+    join channels_channel c on c.id = m.channel_id
+    left join channels_team t on t.id = c.team_id
+    join accounts_account a on a.id = m.account_id
+    join counts on counts.channel_id = m.channel_id
+    cross join lateral (select case when m.platform = 'api' then 'post.publishing_pending'
+                                    else 'post.published' end as kind) k
+    returning id, account_id, kind
+)
+insert into webhooks_delivery (id, event_id, endpoint_id, status, attempts, next_attempt_at, enqueued_at,
+                               last_error, created_at, updated_at)
+select gen_random_uuid(), e.id, ep.id, 'pending', 0, %(now)s, %(now)s, '', %(now)s, %(now)s
+from events e join webhooks_webhookendpoint ep
+  on ep.account_id = e.account_id and ep.enabled and (ep.events = '[]'::jsonb or ep.events ? e.kind);
+"""
+
+
+def seed_plan() -> dict:
+    from apps.channels.models import Channel, Team
+    from apps.posts.models import Tag
+    from apps.webhooks.models import WebhookEndpoint
+
+    account = make_account("Content plan bench", plan="professional")
+    team = Team.objects.create(account=account, name="Editorial")
+    channels = [
+        Channel.objects.create(account=account, team=team, title="Blog", platform="blog"),
+        Channel.objects.create(account=account, team=team, title="Docs", platform="git"),
+        Channel.objects.create(account=account, team=None, title="LinkedIn", platform="linkedin"),
+        Channel.objects.create(account=account, team=team, title="Partner feed", platform="api"),
+    ]
+    tags = [Tag.objects.create(account=account, name=name).pk for name in ("launch", "weekly")]
+    WebhookEndpoint.objects.create(account=account, url=f"http://127.0.0.1:{RECEIVER_PORT}/hook")
+    return {"account": account.pk, "channels": [c.pk for c in channels], "tags": tags}
+
+
+def reset_plan(seed: dict, n: int) -> None:
+    channels = seed["channels"]
+    posts = "select id from posts_post where channel_id = any(%s)"
+    sql("delete from webhooks_delivery where event_id in (select id from webhooks_event where account_id = %s)",
+        [seed["account"]])  # fmt: skip
+    sql("delete from webhooks_event where account_id = %s", [seed["account"]])
+    for table in ("posts_apipublication", "posts_post_tags", "posts_media"):
+        sql(f"delete from {table} where post_id in ({posts})", [channels])  # noqa: S608 - fixed table names
+    sql("delete from posts_post where channel_id = any(%s)", [channels])
+    flush_redis()  # the run's messages for the broker: no worker reads them here
+    insert_posts(channels, n, status="scheduled", scheduled=True, tags=seed["tags"])
+    sql("analyze webhooks_event; analyze webhooks_delivery; analyze posts_apipublication")
+
+
+def check_plan(seed: dict, n: int) -> None:
+    moved = sql("select count(*) from posts_post where channel_id = any(%s) and publication_status <> 'scheduled'",
+                [seed["channels"]])[0][0]  # fmt: skip
+    events = sql("select count(*) from webhooks_event where account_id = %s", [seed["account"]])[0][0]
+    deliveries = sql("select count(*) from webhooks_delivery d join webhooks_event e on e.id = d.event_id "
+                     "where e.account_id = %s", [seed["account"]])[0][0]  # fmt: skip
+    if (moved, events, deliveries) != (n, n, n):
+        raise RuntimeError(f"content plan of {n} posts: moved {moved}, events {events}, deliveries {deliveries}")
+
+
+def bench_content_plan() -> dict:
+    import psycopg
+
+    seed = seed_plan()
+    runs = {}
+    for n in PLAN_SIZES:
+        reset_plan(seed, n)
+        child = subprocess.run(
+            [PYTHON, "bench/content_plan_child.py"], cwd=ROOT, env=child_env(), capture_output=True, text=True
+        )
+        if child.returncode:
+            raise RuntimeError(f"content plan run failed:\n{child.stdout}\n{child.stderr[-3000:]}")
+        runs[n] = json.loads(child.stdout.strip().splitlines()[-1])
+        check_plan(seed, n)
+        print(f"  content plan {n} posts: {runs[n]['seconds']:.1f} s, peak {runs[n]['peak_rss_mb']:.0f} MB", flush=True)
+    n = PLAN_SIZES[-1]
+    reset_plan(seed, n)
+    with psycopg.connect(ENV["DATABASE_URL"]) as conn:
+        started = time.perf_counter()
+        with conn.transaction():
+            conn.execute(FLOOR_SQL, {"now": datetime.now(UTC)})
+        floor_seconds = time.perf_counter() - started
+    check_plan(seed, n)
+    flush_redis()
+    print(f"  content plan floor {n} posts: {floor_seconds:.1f} s", flush=True)
+    return {"runs": runs, "floor_seconds": floor_seconds, "ratio": runs[n]["seconds"] / floor_seconds}
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None) -> str:
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `make bench` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Machine: {info['cores']} cores "
+        f"({info['cpu']}), {info['memory_gib']} GiB memory; Python {info['python']}, Django {info['django']}, "
+        f"PostgreSQL {info['postgres']}. Load average at start: "
+        + ", ".join(f"{x:.2f}" for x in info["load_at_start"])
+        + " (the load generator, the servers, PostgreSQL and Redis all share these cores).",
+        "",
+    ]
+    if api:
+        rows = api["rows"]
+        by_label = {row["endpoint"]: row for row in rows}
+        q20 = by_label["GET /v1/channels/{id}/posts?per_page=20"]["queries"]
+        q100 = by_label["GET /v1/channels/{id}/posts?per_page=100"]["queries"]
+        lines += [
+            f"## 1. API throughput (wrk, {CONNECTIONS} connections, {api['duration']} s per run, from 127.0.0.1)",
+            "",
+            f"gunicorn `config/gunicorn.py` with production settings on PostgreSQL: {WEB_CONCURRENCY} worker "
+            f"processes x {WEB_THREADS} threads (gthread). Floor: a plain Django view (bench/floor.py, no DRF) with "
+            "the same key lookup, the same queries and byte-identical JSON, served by the same server and "
+            f"middleware in the same run. Worker processes booted during the run: {api['worker_boots']}.",
+            "",
+            "| Endpoint | req/s | p50 ms | p99 ms | floor req/s | floor p50 ms | floor p99 ms | ratio | non-2xx "
+            "| queries (floor) | target ≥0.8x, p99 <100 ms |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for row in rows:
+            a, f = row["api"], row["floor"]
+            ok = row["ratio"] >= 0.8 and a["p99"] < 100 and a["non_2xx"] == 0 and a["socket_errors"] == 0
+            lines.append(
+                f"| `{row['endpoint']}` | {a['rps']:.0f} | {a['p50']:.1f} | {a['p99']:.1f} | {f['rps']:.0f} | "
+                f"{f['p50']:.1f} | {f['p99']:.1f} | {row['ratio']:.2f}x | {a['non_2xx'] + f['non_2xx']} | "
+                f"{row['queries']} ({row['floor_queries']}) | {verdict(ok)} |"
+            )
+        lines += [
+            "",
+            f"SQL queries per request: {q20} at per_page=20, {q100} at per_page=100 "
+            f"({verdict(q20 == q100)}: constant in page size).",
+            "",
+        ]
+    if hooks:
+        lines += [
+            f"## 2. Webhook delivery throughput ({hooks['events']:,} events)",
+            "",
+            "Events written through the outbox (`events_emit`, in transactions of "
+            f"{WEBHOOK_BATCH}), Redis broker, a Celery worker with concurrency {hooks['concurrency']}, "
+            f"to a threaded receiver process on 127.0.0.1 that checks every signature (bodies of "
+            f"{hooks['body_bytes']:,} bytes). Time from the first commit to the last 2xx recorded in the database. "
+            "Floor: one process posting the same signed bodies over one pooled requests session.",
+            "",
+            "| | deliveries | seconds | deliveries/s | target |",
+            "|---|---:|---:|---:|---|",
+            f"| outbox + Celery | {hooks['receiver']['unique_deliveries']:,} | {hooks['seconds']:.1f} | "
+            f"{hooks['rate']:.0f} | {verdict(hooks['rate'] >= 300)} (≥300/s) |",
+            f"| floor | {hooks['floor_receiver']['unique_deliveries']:,} | {hooks['floor_seconds']:.1f} | "
+            f"{hooks['floor_rate']:.0f} | |",
+            f"| ratio | | | {hooks['ratio']:.2f}x | {verdict(hooks['ratio'] >= 0.5)} (≥0.5x) |",
+            "",
+            f"Attempts: {hooks['attempts']:,} for {hooks['events']:,} deliveries; receiver: "
+            f"{hooks['receiver']['received']:,} requests, {hooks['receiver']['bad_signatures']} bad signatures.",
+            "",
+        ]
+    if plan:
+        runs, n = plan["runs"], PLAN_SIZES[-1]
+        flat = runs[PLAN_SIZES[-1]]["peak_rss_mb"] <= runs[PLAN_SIZES[0]]["peak_rss_mb"] * 1.25
+        lines += [
+            "## 3. Content plan",
+            "",
+            "Due scheduled posts (2 tags and 1 image each) over four channels (blog, git, linkedin, api) of one "
+            "account with one webhook endpoint, moved by one `content_plan_run()` in a process of its own; every "
+            "post's event and delivery written and handed to the broker. Floor: one hand-written SQL `UPDATE` "
+            "plus `INSERT ... SELECT` of the records, events (bodies built with `json_build_object`) and "
+            "deliveries, in one transaction, without the broker hand-over.",
+            "",
+            "| posts | seconds | posts/s | peak memory (MB) | memory before the run (MB) |",
+            "|---:|---:|---:|---:|---:|",
+        ]
+        for size, run in runs.items():
+            lines.append(
+                f"| {size:,} | {run['seconds']:.1f} | {size / run['seconds']:,.0f} | {run['peak_rss_mb']:.0f} | "
+                f"{run['rss_before_run_mb']:.0f} |"
+            )
+        lines += [
+            "",
+            f"Floor at {n:,} posts: {plan['floor_seconds']:.1f} s. Ratio {plan['ratio']:.2f}x the floor: "
+            f"{verdict(plan['ratio'] <= 3)} (≤3x). Memory flat in the number of posts: {verdict(flat)}.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default="api,webhooks,plan")
+    parser.add_argument("--duration", type=int, default=20)
+    args = parser.parse_args()
+    parts = set(args.only.split(","))
+    WORK.mkdir(parents=True, exist_ok=True)
+    (WORK / "wrk.log").write_text("")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = time.monotonic()
+    wrk_bin = ensure_wrk() if "api" in parts else ""
+    ensure_database()
+    flush_redis()
+    setup_django()
+    info = machine()
+    api = hooks = plan = None
+    try:
+        if "api" in parts:
+            print("bench: API throughput", flush=True)
+            api = bench_api(wrk_bin, args.duration)
+        if "webhooks" in parts:
+            print("bench: webhook delivery throughput", flush=True)
+            hooks = bench_webhooks()
+        if "plan" in parts:
+            print("bench: content plan", flush=True)
+            plan = bench_content_plan()
+    finally:
+        Process.stop_all()
+        flush_redis()
+    text = report(info, api, hooks, plan)
+    text += f"\nThe whole benchmark took {math.ceil(time.monotonic() - started)} s.\n"
+    print("\n" + text)
+    if parts == {"api", "webhooks", "plan"}:
+        RESULTS.write_text(text)
+        print(f"bench: written to {RESULTS.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
