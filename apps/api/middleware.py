@@ -116,11 +116,15 @@ class ApiHttpMiddleware:
         return None
 
 
-def admin_login_path() -> str | None:
-    try:
-        return reverse("admin:login")
-    except NoReverseMatch:  # a URL configuration without the admin (some tests use their own)
-        return None
+def login_paths() -> set[str]:
+    """Every page that checks a password: the admin's and the web app's sign-in."""
+    paths = set()
+    for name in ("admin:login", "web-login"):
+        try:
+            paths.add(reverse(name))
+        except NoReverseMatch:  # a URL configuration without that page (some tests use their own)
+            pass
+    return paths
 
 
 def count_failed_login(sender, credentials, request=None, **kwargs) -> None:
@@ -129,8 +133,8 @@ def count_failed_login(sender, credentials, request=None, **kwargs) -> None:
 
 
 class AdminLoginThrottleMiddleware:
-    """Login attempts on the admin site from an address with ADMIN_LOGIN_FAILURE_LIMIT failures in
-    the current window get 429 without the password being checked."""
+    """Login attempts (admin site and web sign-in) from an address with ADMIN_LOGIN_FAILURE_LIMIT
+    failures in the current window get 429 without the password being checked."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -138,7 +142,7 @@ class AdminLoginThrottleMiddleware:
         user_login_failed.connect(count_failed_login, dispatch_uid="apps.api.middleware.count_failed_login")
 
     def __call__(self, request):
-        if request.method == "POST" and request.path == admin_login_path():
+        if request.method == "POST" and request.path in login_paths():
             failures = ratelimit.admin_login_failures(ratelimit.client_address(request))
             if failures.exhausted:
                 retry_after = failures.retry_after()

@@ -257,6 +257,15 @@ def test_the_admin_login_throttle_ends_with_its_window(operator, three_admin_fai
     assert log_in("203.0.113.9", operator, "right-password").status_code == 302
 
 
+def test_the_web_sign_in_page_shares_the_login_throttle(operator, three_admin_failures):
+    for _ in range(3):
+        log_in("203.0.113.9", operator, "wrong")
+    response = Client(REMOTE_ADDR="203.0.113.9").post(
+        reverse("web-login"), {"username": operator.email, "password": "right-password"}
+    )
+    assert response.status_code == 429
+
+
 def test_the_admin_lives_at_admin_url():
     assert reverse("admin:login") == f"/{django_settings.ADMIN_URL}login/"
 
