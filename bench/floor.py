@@ -13,8 +13,9 @@ from django.conf import settings
 from django.http import JsonResponse
 from django.utils import timezone
 
-from apps.accounts.models import ApiKey, split_api_key
+from apps.accounts.models import ApiKey
 from apps.accounts.services import api_key_touch
+from apps.api.authentication import api_key_find
 from apps.api.ratelimit import enforce_account_budget
 from apps.channels.models import Channel
 from apps.posts.models import Media, Post, Tag
@@ -35,14 +36,11 @@ def _utc(value) -> str | None:
 
 
 def _authenticate(request) -> ApiKey | None:
-    """The key lookup of apps.api.authentication, written out: one indexed query by prefix, one
-    SHA-256, the same checks, the same rate-limit charge and last-use write."""
+    """The checks of apps.api.authentication written out, around the same key lookup: the same
+    query, hash and comparison, the same rate-limit charge and last-use write."""
     scheme, _, raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    parts = split_api_key(raw.strip()) if scheme.lower() == "bearer" else None
-    if parts is None:
-        return None
-    api_key = ApiKey.objects.select_related("account", "user").filter(prefix=parts[0]).first()
-    if api_key is None or not api_key.matches(raw.strip()) or not api_key.is_usable(timezone.now()):
+    api_key = api_key_find(raw.strip()) if scheme.lower() == "bearer" else None
+    if api_key is None or not api_key.is_usable(timezone.now()):
         return None
     if not api_key.user.is_active:
         return None

@@ -10,6 +10,7 @@ Logs of the started processes are in bench/.work/.
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -43,6 +44,7 @@ WEB_THREADS = os.environ.get("BENCH_WEB_THREADS", "4")
 WORKER_CONCURRENCY = os.environ.get("BENCH_WORKER_CONCURRENCY", "2")
 
 CONNECTIONS = 32
+SLICES = 10  # turns of the endpoint and its floor in each API benchmark
 LIST_POSTS = 1000
 WEBHOOK_EVENTS = 10_000
 WEBHOOK_BATCH = 500
@@ -108,10 +110,8 @@ class Process:
                 self.popen.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 pass
-        try:  # whatever is left of the group (pool children, gunicorn workers)
+        with contextlib.suppress(ProcessLookupError):  # whatever is left of the group (pool children, workers)
             os.killpg(self.popen.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         if self.popen.poll() is None:
             self.popen.wait(timeout=10)
         self.log.close()
@@ -273,6 +273,8 @@ def seed_api() -> dict:
     post = Post.objects.filter(channel=channel).order_by("id")[10]
     sql("insert into posts_media (kind, url, alt_text, width, height, position, created_at, post_id) "
         "values ('video', 'https://cdn.example.com/v.mp4', '', null, null, 1, now(), %s)", [post.pk])  # fmt: skip
+    # For trying things by hand against the bench database after a run.
+    (WORK / "seed.json").write_text(json.dumps({"key": key, "channel": channel.pk, "post": post.pk}))
     return {"key": key, "channel": channel.pk, "post": post.pk}
 
 
@@ -314,34 +316,55 @@ def count_queries(seed: dict, endpoints) -> dict:
     return counts
 
 
-UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+class Load:
+    """wrk's figures over several runs: totals added, latency histograms merged."""
+
+    def __init__(self) -> None:
+        self.requests = self.duration_us = self.non_2xx = self.socket_errors = 0
+        self.latencies: dict[int, int] = {}
+
+    def add(self, output: str) -> None:
+        for line in output.splitlines():
+            kind, *numbers = line.split()[:8] or [""]
+            if kind == "SUMMARY":
+                requests, duration, status, *errors = (int(n) for n in numbers)
+                self.requests += requests
+                self.duration_us += duration
+                self.non_2xx += status
+                self.socket_errors += sum(errors)
+            elif kind == "LAT":
+                value, count = (int(n) for n in numbers)
+                self.latencies[value] = self.latencies.get(value, 0) + count
+
+    def percentile(self, percent: float) -> float:
+        """In milliseconds."""
+        rank, seen = math.ceil(sum(self.latencies.values()) * percent / 100), 0
+        for value in sorted(self.latencies):
+            seen += self.latencies[value]
+            if seen >= rank:
+                return value / 1000
+        return math.nan
+
+    def figures(self) -> dict:
+        return {
+            "rps": self.requests / (self.duration_us / 1e6),
+            "requests": self.requests,
+            "p50": self.percentile(50),
+            "p99": self.percentile(99),
+            "non_2xx": self.non_2xx,
+            "socket_errors": self.socket_errors,
+        }
 
 
-def parse_wrk(output: str) -> dict:
-    def latency(percent: str) -> float:
-        value, unit = re.search(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s)\s*$", output, re.M).groups()
-        return float(value) * UNITS[unit]
-
-    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
-    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
-    return {
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
-        "requests": int(re.search(r"(\d+) requests in", output).group(1)),
-        "p50": latency("50"),
-        "p99": latency("99"),
-        "non_2xx": int(non_2xx.group(1)) if non_2xx else 0,
-        "socket_errors": sum(int(n) for n in errors.groups()) if errors else 0,
-    }
-
-
-def wrk(wrk_bin: str, key: str, path: str, seconds: int) -> dict:
+def wrk(wrk_bin: str, key: str, path: str, seconds: int) -> str:
     result = subprocess.run(
-        [wrk_bin, "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-H", f"Authorization: Bearer {key}",
-         f"http://127.0.0.1:{WEB_PORT}{path}"],
-        capture_output=True, text=True, check=True,
+        [wrk_bin, "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", "bench/wrk_report.lua",
+         "-H", f"Authorization: Bearer {key}", f"http://127.0.0.1:{WEB_PORT}{path}"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    (WORK / "wrk.log").open("a").write(f"$ wrk {path}\n{result.stdout}\n")
-    return parse_wrk(result.stdout)
+    with (WORK / "wrk.log").open("a") as log:
+        log.write(f"$ wrk {path}\n{result.stdout}\n")
+    return result.stdout
 
 
 def bench_api(wrk_bin: str, duration: int) -> dict:
@@ -356,37 +379,51 @@ def bench_api(wrk_bin: str, duration: int) -> dict:
     )  # fmt: skip
     wait_http(f"http://127.0.0.1:{WEB_PORT}/healthz")
     rows = []
+    load_before = os.getloadavg()[0]
     try:
         for label, path, floor_path in endpoints:
             for url in (path, floor_path):  # warm both: connections, caches, code paths
                 wrk(wrk_bin, seed["key"], url, 2)
-            api = wrk(wrk_bin, seed["key"], path, duration)
-            floor = wrk(wrk_bin, seed["key"], floor_path, duration)
+            api, floor = Load(), Load()
+            # The endpoint and its floor take turns in short slices (the first alternating), so
+            # whatever else the machine does in the meantime weighs on both alike.
+            for turn in range(SLICES):
+                pair = [(api, path), (floor, floor_path)]
+                for load, url in pair if turn % 2 == 0 else reversed(pair):
+                    load.add(wrk(wrk_bin, seed["key"], url, max(1, duration // SLICES)))
+            api, floor = api.figures(), floor.figures()
             rows.append({"endpoint": label, "api": api, "floor": floor, "ratio": api["rps"] / floor["rps"],
                          "queries": queries[(label, "api")], "floor_queries": queries[(label, "floor")]})  # fmt: skip
             print(f"  {label}: {api['rps']:.0f} req/s (floor {floor['rps']:.0f}), p99 {api['p99']:.1f} ms", flush=True)
     finally:
         boots = web.log_text().count("Booting worker")
         web.stop()
-    return {"rows": rows, "worker_boots": boots, "duration": duration}
+    return {"rows": rows, "worker_boots": boots, "duration": duration,
+            "load": (load_before, os.getloadavg()[0])}  # fmt: skip
 
 
 # --- 2. webhook delivery throughput -------------------------------------------------------------
 
 
-def bench_webhooks() -> dict:
+def bench_webhooks(events: int = WEBHOOK_EVENTS) -> dict:
     from django.db import transaction
     from django.db.models import Max
 
     import config.celery  # noqa: F401 - the Celery app the tasks are sent with
+    from apps.channels.models import Channel, Team
+    from apps.posts.models import Post, Tag
     from apps.posts.payloads import posts_webhook_data
-    from apps.posts.models import Post
     from apps.webhooks.models import Delivery, DeliveryStatus, EventKind, WebhookEndpoint
     from apps.webhooks.services import EventInput, events_emit
 
     account = make_account("Webhook bench")
     endpoint = WebhookEndpoint.objects.create(account=account, url=f"http://127.0.0.1:{RECEIVER_PORT}/hook")
-    [(post, data)] = posts_webhook_data([Post.objects.filter(media__kind="video").values_list("pk", flat=True)[0]])
+    team = Team.objects.create(account=account, name="Editorial")
+    channel = Channel.objects.create(account=account, team=team, title="Company Blog", platform="blog")
+    tags = [Tag.objects.create(account=account, name=name).pk for name in ("django", "news", "python")]
+    insert_posts([channel.pk], 1, status="published", scheduled=False, tags=tags)
+    # A realistic body: the post.published payload of a post with three tags and an image.
+    [(post, data)] = posts_webhook_data([Post.objects.get(channel=channel).pk])
     data = {"post": data}
 
     receiver = Process("receiver", [PYTHON, "bench/receiver.py", str(RECEIVER_PORT), endpoint.secret])
@@ -400,16 +437,16 @@ def bench_webhooks() -> dict:
     try:
         worker.wait_for_log(" ready.")
         first_commit: list[float] = []
-        for start in range(0, WEBHOOK_EVENTS, WEBHOOK_BATCH):
+        for start in range(0, events, WEBHOOK_BATCH):
             with transaction.atomic():
                 if not first_commit:
                     # Registered before the outbox's own hook, so it runs first, right at COMMIT.
                     transaction.on_commit(lambda: first_commit.append(time.time()))
                 items = [EventInput(account=account, data=data, post_id=post.pk)] * WEBHOOK_BATCH
-                events_emit(kind=EventKind.POST_PUBLISHED, items=items[: WEBHOOK_EVENTS - start])
+                events_emit(kind=EventKind.POST_PUBLISHED, items=items[: events - start])
         deliveries = Delivery.objects.filter(endpoint=endpoint)
         deadline = time.monotonic() + 300
-        while deliveries.filter(status=DeliveryStatus.SUCCEEDED).count() < WEBHOOK_EVENTS:
+        while deliveries.filter(status=DeliveryStatus.SUCCEEDED).count() < events:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"deliveries did not finish; see {worker.log_path}")
             time.sleep(0.2)
@@ -434,15 +471,15 @@ def bench_webhooks() -> dict:
         receiver.stop()
     seconds = last - first_commit[0]
     return {
-        "events": WEBHOOK_EVENTS,
+        "events": events,
         "seconds": seconds,
-        "rate": WEBHOOK_EVENTS / seconds,
+        "rate": events / seconds,
         "attempts": attempts,
         "receiver": worker_stats,
         "floor_seconds": floor["seconds"],
         "floor_rate": floor["ok"] / floor["seconds"],
         "floor_receiver": floor_stats,
-        "ratio": (WEBHOOK_EVENTS / seconds) / (floor["ok"] / floor["seconds"]),
+        "ratio": (events / seconds) / (floor["ok"] / floor["seconds"]),
         "concurrency": WORKER_CONCURRENCY,
         "body_bytes": len(json.dumps(data)),
     }
@@ -620,7 +657,10 @@ def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None) 
             f"gunicorn `config/gunicorn.py` with production settings on PostgreSQL: {WEB_CONCURRENCY} worker "
             f"processes x {WEB_THREADS} threads (gthread). Floor: a plain Django view (bench/floor.py, no DRF) with "
             "the same key lookup, the same queries and byte-identical JSON, served by the same server and "
-            f"middleware in the same run. Worker processes booted during the run: {api['worker_boots']}.",
+            f"middleware. Each endpoint and its floor take turns in {SLICES} slices of "
+            f"{max(1, api['duration'] // SLICES)} s (the first alternating), so that other load on the machine "
+            "weighs on both alike; latencies are merged from wrk's histograms. Load average before/after: "
+            f"{api['load'][0]:.2f}/{api['load'][1]:.2f}. Worker processes booted: {api['worker_boots']}.",
             "",
             "| Endpoint | req/s | p50 ms | p99 ms | floor req/s | floor p50 ms | floor p99 ms | ratio | non-2xx "
             "| queries (floor) | target ≥0.8x, p99 <100 ms |",
@@ -694,7 +734,8 @@ def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None) 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="api,webhooks,plan")
-    parser.add_argument("--duration", type=int, default=20)
+    parser.add_argument("--duration", type=int, default=20, help="seconds of load per API endpoint (and floor)")
+    parser.add_argument("--webhook-events", type=int, default=WEBHOOK_EVENTS)
     args = parser.parse_args()
     parts = set(args.only.split(","))
     WORK.mkdir(parents=True, exist_ok=True)
@@ -713,7 +754,7 @@ def main() -> int:
             api = bench_api(wrk_bin, args.duration)
         if "webhooks" in parts:
             print("bench: webhook delivery throughput", flush=True)
-            hooks = bench_webhooks()
+            hooks = bench_webhooks(args.webhook_events)
         if "plan" in parts:
             print("bench: content plan", flush=True)
             plan = bench_content_plan()

@@ -114,6 +114,18 @@ def run_together(calls) -> list:
     return results
 
 
+def wait_until(condition, timeout: float = 30.0, step: float = 0.2, action=None) -> None:
+    """Poll `condition` (running `action` before each look) until it holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if action:
+            action()
+        if condition():
+            return
+        time.sleep(step)
+    raise AssertionError("condition not reached in time")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -3,9 +3,27 @@ from rest_framework import authentication, exceptions
 
 from apps.accounts.models import ApiKey, split_api_key
 from apps.accounts.services import api_key_touch
+from apps.api.prepared import PreparedLookup
 from apps.api.ratelimit import enforce_account_budget
 
 INVALID_KEY_MESSAGE = "Invalid API key provided."
+
+# The prefix is unique: no ordering, one row.
+_key_by_prefix = PreparedLookup(
+    ApiKey, lambda prefix: ApiKey.objects.select_related("account", "user").filter(prefix=prefix).order_by()[:1]
+)
+
+
+def api_key_find(raw: str) -> ApiKey | None:
+    """The key (with its account and user) whose secret is `raw`, whatever its state; None for
+    a malformed or unknown key. One indexed query, one SHA-256, one constant-time comparison."""
+    parts = split_api_key(raw)
+    if parts is None:
+        return None
+    api_key = _key_by_prefix.first(parts[0])
+    if api_key is None or not api_key.matches(raw):
+        return None
+    return api_key
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -25,11 +43,8 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         raw = raw.strip()
         if scheme.lower() != "bearer" or not raw or " " in raw:
             raise exceptions.AuthenticationFailed("Malformed Authorization header: expected 'Bearer <API key>'.")
-        parts = split_api_key(raw)
-        if parts is None:
-            raise exceptions.AuthenticationFailed(INVALID_KEY_MESSAGE)
-        api_key = ApiKey.objects.select_related("account", "user").filter(prefix=parts[0]).first()
-        if api_key is None or not api_key.matches(raw):
+        api_key = api_key_find(raw)
+        if api_key is None:
             raise exceptions.AuthenticationFailed(INVALID_KEY_MESSAGE)
         if api_key.revoked_at is not None:
             raise exceptions.AuthenticationFailed("This API key has been revoked.")

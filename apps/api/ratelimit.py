@@ -115,7 +115,7 @@ class CounterStore:
     def _increment(backend, key: str, ttl: int) -> int:
         if isinstance(backend, RedisCache):
             full_key = backend.make_and_validate_key(key)
-            client = backend._cache.get_client(full_key, write=True)
+            client = _redis_client(backend)
             # INCR and EXPIRE in one MULTI: one round trip, atomic across processes, and no counter
             # is ever left without an expiry.
             count, _ = client.pipeline(transaction=True).incr(full_key).expire(full_key, ttl).execute()
@@ -127,7 +127,21 @@ class CounterStore:
 
     @staticmethod
     def _read(backend, key: str, ttl: None) -> int:
+        if isinstance(backend, RedisCache):
+            # The counters are INCR's plain integers: no need for the cache's unpickling.
+            return int(_redis_client(backend).get(backend.make_and_validate_key(key)) or 0)
         return int(backend.get(key) or 0)
+
+
+def _redis_client(backend: RedisCache):
+    """The client of the backend's primary server, made once per backend instance (Django's own
+    cache calls build a new client object, with its table of response callbacks, each time, a
+    sizeable part of a request that only peeks at a counter). Backends are per thread, like
+    this client; the connection pool behind it is the backend's."""
+    client = backend.__dict__.get("_ratelimit_client")
+    if client is None:
+        client = backend.__dict__["_ratelimit_client"] = backend._cache.get_client(write=True)
+    return client
 
 
 store = CounterStore()

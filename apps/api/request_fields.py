@@ -4,6 +4,7 @@ reported instead of being silently ignored."""
 
 from collections.abc import Mapping
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
@@ -15,8 +16,21 @@ class _StringOnly:
         return super().to_internal_value(data)
 
 
+# A string with something in it besides whitespace; as a RegexValidator the schema states it as `pattern`.
+not_only_whitespace = RegexValidator(r"\S", message="This field may not be blank.", code="blank")
+
+
 class StrictCharField(_StringOnly, serializers.CharField):
+    """A string kept exactly as sent: not trimmed, so the schema's lengths and patterns hold for what the
+    client sends. One made only of whitespace is blank, like the empty string."""
+
     default_error_messages = {"invalid": "Must be a string."}
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+        if not self.allow_blank:
+            self.validators.append(not_only_whitespace)
 
 
 class StrictEmailField(_StringOnly, serializers.EmailField):

@@ -1,6 +1,6 @@
 """OpenAPI pieces shared by every endpoint: the Bearer scheme and the error envelope."""
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
@@ -15,6 +15,22 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "An API key: `Authorization: Bearer cps_xxxxxxxx_...`.",
         }
+
+
+class StrictSerializerScheme(OpenApiSerializerExtension):
+    """Request bodies of StrictSerializers refuse undeclared keys (rule `unknown_field`): the schema says
+    so with `additionalProperties: false`, and states an "exactly one of" rule as `oneOf`."""
+
+    target_class = "apps.api.request_fields.StrictSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        schema["additionalProperties"] = False
+        exactly_one_of = getattr(self.target, "exactly_one_of", ())
+        if exactly_one_of:
+            schema["oneOf"] = [{"required": [name]} for name in exactly_one_of]
+        return schema
 
 
 class ErrorDetailSerializer(serializers.Serializer):
@@ -149,9 +165,21 @@ def _header_refs(*names: str) -> dict:
     return {name: {"$ref": f"#/components/headers/{name}"} for name in names}
 
 
+def _names_one_of(body: dict, schemas: dict) -> bool:
+    for media in body.get("content", {}).values():
+        schema = media.get("schema", {})
+        if "$ref" in schema:
+            schema = schemas.get(schema["$ref"].rsplit("/", 1)[1], {})
+        alternatives = schema.get("oneOf", [])
+        if alternatives and all(alternative.get("required") for alternative in alternatives):
+            return True
+    return False
+
+
 def add_http_layer(result, generator, request, public):
     """drf-spectacular postprocessing hook: the rate-limit and version headers on every response,
-    the 406/429 (and, with a body, 411/413/415) errors, and conditional GET, on every operation."""
+    the 406/429 (and, with a body, 411/413/415) errors, conditional GET, and empty query values, on
+    every operation."""
     components = result.setdefault("components", {})
     components.setdefault("headers", {}).update({**SHARED_HEADERS, **EXTRA_HEADERS})
     for methods in result.get("paths", {}).values():
@@ -160,6 +188,14 @@ def add_http_layer(result, generator, request, public):
             errors = {**HTTP_ERRORS, **(BODY_ERRORS if "requestBody" in operation else {})}
             for status, (description, code) in errors.items():
                 responses.setdefault(status, _error_response(description, code))
+            body = operation.get("requestBody")
+            if body and not body.get("required") and _names_one_of(body, components.get("schemas", {})):
+                # A body that must name one of several fields (`oneOf` of `required`) cannot be left out.
+                body["required"] = True
+            for parameter in operation.get("parameters", []):
+                # Every endpoint reads an empty query value (`?page=`, `?status=`) as the parameter left out.
+                if parameter["in"] == "query" and not parameter.get("required"):
+                    parameter["allowEmptyValue"] = True
             if method == "get":
                 parameters = operation.setdefault("parameters", [])
                 if not any(p.get("name") == IF_NONE_MATCH["name"] for p in parameters):

@@ -1,5 +1,5 @@
 from django.db.models import prefetch_related_objects
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -171,7 +171,17 @@ class ChannelPostListView(APIView):
             "without filters that is every post of the channel. A bad filter value answers 400 "
             "`VALIDATION_ERROR`, checked before the channel is looked up."
         ),
-        parameters=[PostFilterSerializer],
+        parameters=[
+            PostFilterSerializer,
+            # A comma-separated list is an array in the form style without explode.
+            OpenApiParameter(
+                "publication_status",
+                {"type": "array", "items": {"type": "string", "enum": PublicationStatus.values}},
+                style="form",
+                explode=False,
+                description=PostFilterSerializer().fields["publication_status"].help_text,
+            ),
+        ],
         responses={200: PostListItemSerializer(many=True), **common_errors(not_found=True, bad_request=True)},
         tags=["posts"],
     )

@@ -4,7 +4,7 @@ owner has role admin."""
 
 from django.conf import settings
 from django.db.models import Q
-from drf_spectacular.utils import OpenApiCallback, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiCallback, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
@@ -15,12 +15,15 @@ from apps.api.permissions import HasRequiredScope, IsAccountAdmin, require_accou
 from apps.api.request_fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSerializer
 from apps.api.schema import common_errors, error
 from apps.users.models import (
+    LANGUAGE_TAG,
+    LANGUAGE_TAG_MAX_LENGTH,
     METADATA_MAX_BYTES,
     Permission,
     Role,
     Status,
     User,
     parse_user_id,
+    timezone_names,
     validate_language,
     validate_metadata,
     validate_timezone,
@@ -102,10 +105,23 @@ class NotificationPreferencesInputSerializer(StrictSerializer):
     push = StrictBooleanField(required=False)
 
 
+@extend_schema_field({"type": "string", "enum": timezone_names()})
+class TimezoneField(StrictCharField):
+    """An IANA zone name; the schema lists every one the server accepts."""
+
+
+@extend_schema_field({"type": "string", "maxLength": LANGUAGE_TAG_MAX_LENGTH, "pattern": LANGUAGE_TAG.pattern})
+class LanguageTagField(StrictCharField):
+    """A BCP 47 language tag; the schema's pattern is the one the server checks."""
+
+
 class ProfileUpdateSerializer(StrictSerializer):
     name = StrictCharField(required=False, max_length=200)
-    timezone = StrictCharField(required=False, max_length=64, validators=[validate_timezone])
-    language = StrictCharField(required=False, max_length=35, validators=[validate_language])
+    # Not trimmed: " UTC" is refused, as the schema says, rather than quietly accepted.
+    timezone = TimezoneField(required=False, trim_whitespace=False, validators=[validate_timezone])
+    language = LanguageTagField(
+        required=False, trim_whitespace=False, max_length=LANGUAGE_TAG_MAX_LENGTH, validators=[validate_language]
+    )
     notification_preferences = NotificationPreferencesInputSerializer(
         required=False, help_text="Only the channels given change; the others keep their setting."
     )

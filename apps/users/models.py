@@ -66,6 +66,7 @@ NOTIFICATION_CHANNELS = ("email", "push")
 METADATA_MAX_BYTES = 16 * 1024
 # BCP 47 without the rarely used extlang and extension subtags: language, optional script,
 # optional region, variants, optional private use ("en", "en-GB", "zh-Hant-TW", "de-CH-1996").
+LANGUAGE_TAG_MAX_LENGTH = 35
 LANGUAGE_TAG = re.compile(
     r"^[A-Za-z]{2,3}(-[A-Za-z]{4})?(-(?:[A-Za-z]{2}|[0-9]{3}))?(-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*"
     r"(-x(-[A-Za-z0-9]{1,8})+)?$"
@@ -78,13 +79,19 @@ def _timezones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones())
 
 
+def timezone_names() -> list[str]:
+    """Every IANA zone name `validate_timezone` accepts, sorted (the OpenAPI schema lists them)."""
+    return sorted(_timezones())
+
+
 def validate_timezone(value: str) -> None:
     if value not in _timezones():
         raise ValidationError(f"'{value}' is not an IANA time zone (e.g. 'Europe/Berlin').", code="timezone")
 
 
 def validate_language(value: str) -> None:
-    if len(value) > 35 or not LANGUAGE_TAG.match(value):
+    # fullmatch: with match, the pattern's `$` would also accept a tag followed by a newline.
+    if len(value) > LANGUAGE_TAG_MAX_LENGTH or not LANGUAGE_TAG.fullmatch(value):
         raise ValidationError(f"'{value}' is not a language tag (e.g. 'en', 'en-GB').", code="language_tag")
 
 
@@ -124,13 +131,16 @@ def canonical_permissions(permissions: list[str]) -> list[str]:
     return [p for p in Permission.values if p in chosen] + sorted(chosen - set(Permission.values))
 
 
+# Longer numbers overflow the database's 64-bit key instead of simply matching nothing.
+USER_ID_MAX_DIGITS = 18
+
+
 def parse_user_id(value) -> int | None:
     """The API's user id is the integer key as a string; anything else names no user."""
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
     text = str(value)
-    # Longer numbers overflow the database's 64-bit key instead of simply matching nothing.
-    if not (text.isascii() and text.isdigit()) or len(text) > 18:
+    if not (text.isascii() and text.isdigit()) or len(text) > USER_ID_MAX_DIGITS:
         return None
     return int(text)
 

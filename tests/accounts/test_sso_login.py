@@ -1,15 +1,12 @@
-import time
 from datetime import timedelta
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
-from apps.accounts import services
 from apps.accounts.models import SsoToken
 from apps.users.models import Status
-from tests.conftest import requires_postgres, run_together
-from tests.factories import SsoTokenFactory, UserFactory
+from tests.factories import SsoTokenFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -138,29 +135,3 @@ def test_redemption_only_answers_get(client):
 
 def test_the_error_page_is_not_cached(client):
     assert "no-store" in redeem(client, "sso_unknown")["Cache-Control"]
-
-
-class SlowClock:
-    """Stands in for django.utils.timezone in the SSO services: every redemption reads the token,
-    then waits here, so all of them have seen it unused before any claims it."""
-
-    def now(self):
-        time.sleep(0.3)
-        return timezone.now()
-
-
-@requires_postgres
-@pytest.mark.django_db(transaction=True)
-def test_concurrent_redemptions_sign_in_at_most_once(emitted, monkeypatch):
-    user = UserFactory()
-    token = SsoTokenFactory(user=user)
-    monkeypatch.setattr(services, "timezone", SlowClock())
-
-    def attempt():
-        browser = Client()
-        return redeem(browser, token.raw).status_code, signed_in_as(browser)
-
-    results = run_together([attempt] * 8)
-    assert sorted(status for status, _ in results) == [302] + [410] * 7
-    assert [user_id for _, user_id in results if user_id is not None] == [user.pk]
-    assert len(emitted("user.login")) == 1

@@ -1,0 +1,54 @@
+"""A PreparedLookup answers what the ORM answers, in one query, with its related objects."""
+
+import pytest
+
+from apps.accounts.models import ApiKey
+from apps.api.authentication import api_key_find
+from apps.api.prepared import PreparedLookup
+from tests.factories import ApiKeyFactory
+
+pytestmark = pytest.mark.django_db
+
+
+by_prefix = PreparedLookup(
+    ApiKey, lambda prefix: ApiKey.objects.select_related("account", "user").filter(prefix=prefix).order_by()[:1]
+)
+
+
+def test_prepared_lookup_builds_the_objects_the_orm_builds(django_assert_num_queries):
+    ApiKeyFactory.create_batch(3)
+    key = ApiKeyFactory(scopes=["read:posts"])
+    expected = ApiKey.objects.select_related("account", "user").get(pk=key.pk)
+    with django_assert_num_queries(1):
+        found = by_prefix.first(key.prefix)
+        # The account and the user came with the key.
+        assert (found.account.name, found.user.email) == (expected.account.name, expected.user.email)
+    for model_field in ApiKey._meta.concrete_fields:
+        assert getattr(found, model_field.attname) == getattr(expected, model_field.attname), model_field.name
+    assert found.scopes == ["read:posts"]  # JSON decoded, as the ORM decodes it
+    assert found.user.permissions == expected.user.permissions
+    assert found.expires_at == expected.expires_at and found.expires_at.tzinfo is not None
+    assert not found._state.adding and found._state.db == "default"
+
+
+def test_prepared_lookup_answers_none_for_no_row():
+    assert by_prefix.first("00000000") is None
+
+
+def test_prepared_lookup_runs_again_with_each_value():
+    first, second = ApiKeyFactory(), ApiKeyFactory()
+    assert by_prefix.first(first.prefix).pk == first.pk
+    assert by_prefix.first(second.prefix).pk == second.pk
+
+
+def test_prepared_lookup_refuses_a_queryset_that_transforms_its_parameter():
+    upper = PreparedLookup(ApiKey, lambda prefix: ApiKey.objects.filter(prefix__icontains=prefix)[:1])
+    with pytest.raises(ValueError, match="exactly once"):
+        upper.first("abc")
+
+
+def test_api_key_find_checks_the_whole_secret():
+    key = ApiKeyFactory()
+    assert api_key_find(key.raw).pk == key.pk
+    assert api_key_find(key.raw[:-1] + ("A" if key.raw[-1] != "A" else "B")) is None
+    assert api_key_find("not-a-key") is None

@@ -1,0 +1,101 @@
+"""PostgreSQL drops the connection of a running web process (a restart, a failover, an idle timeout):
+the next request still succeeds, because CONN_HEALTH_CHECKS replaces a dead persistent connection."""
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from django.conf import settings
+from django.db import connection
+
+from tests.conftest import database_url, requires_postgres, wait_until
+from tests.factories import ApiKeyFactory
+
+pytestmark = [pytest.mark.reliability, requires_postgres, pytest.mark.django_db(transaction=True)]
+
+PORTS = range(8500, 8600)
+APPLICATION_NAME = "cps-reliability-web"
+
+
+def free_port_in(ports: range) -> int:
+    for port in ports:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1}")
+
+
+@pytest.fixture
+def web():
+    """gunicorn (the production web process: config/gunicorn.py) on the test database, with one worker
+    and one thread, so that every request uses the same persistent database connection."""
+    port = free_port_in(PORTS)
+    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{database_url()}?application_name={APPLICATION_NAME}",
+        "CONN_MAX_AGE": "600",
+        "REDIS_URL": "",
+        "BIND": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": "1",
+        "WEB_THREADS": "1",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "config.wsgi"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=settings.BASE_DIR, start_new_session=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _answers(base) or process.poll() is not None, timeout=30, step=0.1)
+        assert process.poll() is None, Path(log.name).read_text()
+        yield base
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+        log.close()
+        Path(log.name).unlink(missing_ok=True)
+
+
+def _answers(base: str) -> bool:
+    try:
+        return requests.get(f"{base}/healthz", timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def web_backends() -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [APPLICATION_NAME])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_the_next_request_succeeds_after_the_database_dropped_the_web_process_connection(web):
+    key = ApiKeyFactory()
+    me = lambda: requests.get(f"{web}/v1/me", headers={"Authorization": f"Bearer {key.raw}"}, timeout=10)  # noqa: E731
+    assert me().status_code == 200
+    [backend] = web_backends()
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [backend])
+    wait_until(lambda: backend not in web_backends(), timeout=10, step=0.05)
+
+    response = me()
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["account"]["id"] == key.account_id
+    # A new connection answered, and it is kept for the requests after it.
+    [replacement] = web_backends()
+    assert replacement != backend
+    assert me().status_code == 200
+    assert web_backends() == [replacement]
