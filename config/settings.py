@@ -203,7 +203,14 @@ CELERY_RESULT_BACKEND = None
 # tasks are written to be safe to run twice.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Each worker process holds a few messages beyond the one it runs, so a short task (a webhook
+# delivery) never waits for a broker round trip; acks_late keeps them safe, and a worker that
+# stops hands them back.
+CELERY_WORKER_PREFETCH_MULTIPLIER = _positive_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 4)
+# Celery's Django fixup opens a new database connection for every task unless this is set (then
+# it closes them every N tasks); config/celery.py applies CONN_MAX_AGE and CONN_HEALTH_CHECKS
+# around each task instead, as Django does around each request.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_SOFT_TIME_LIMIT = _positive_int("CELERY_TASK_SOFT_TIME_LIMIT", 120)
 CELERY_TASK_TIME_LIMIT = _positive_int("CELERY_TASK_TIME_LIMIT", 180)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -311,7 +318,11 @@ LOGGING = {
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    # Records that carry the request keep only its method and path: query strings can hold one-time tokens.
+    "filters": {"request_summary": {"()": "apps.api.observability.RequestSummaryFilter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_summary"]}
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
@@ -337,6 +348,9 @@ WEBHOOK_SWEEP_INTERVAL = _positive_int("WEBHOOK_SWEEP_INTERVAL", 30)
 # (the broker lost it, or the worker that had it died).
 WEBHOOK_REQUEUE_AFTER = _positive_int("WEBHOOK_REQUEUE_AFTER", 300)
 WEBHOOK_HISTORY_DAYS = _positive_int("WEBHOOK_HISTORY_DAYS", 30)
+# Deliveries handed to the broker in one task, sent one after the other by one worker process:
+# one claim, one read and one write for all of them instead of for each.
+WEBHOOK_BATCH_SIZE = _positive_int("WEBHOOK_BATCH_SIZE", 20)
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
 
 # --- Periodic work: the one place Celery beat's schedule is defined ---

@@ -236,6 +236,10 @@ class WorkerProcess:
             time.sleep(0.1)
         raise RuntimeError(f"celery worker did not start:\n{Path(self.log.name).read_text()}")
 
+    def log_tail(self, chars: int = 4000) -> str:
+        """The end of the worker's log, for the message of a failed test."""
+        return Path(self.log.name).read_text()[-chars:]
+
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)

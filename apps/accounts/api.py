@@ -92,8 +92,6 @@ class SsoTokenCreateSerializer(StrictSerializer):
     redirect_to = LocalPathField(
         required=False,
         allow_blank=True,
-        # Kept as sent: " /account/" is refused, as the schema's pattern says, not quietly trimmed.
-        trim_whitespace=False,
         max_length=REDIRECT_TO_MAX_LENGTH,
         validators=[validate_local_path],
         help_text="Where to go after signing in: a path on this service such as `/account/` (default).",

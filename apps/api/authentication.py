@@ -10,7 +10,10 @@ INVALID_KEY_MESSAGE = "Invalid API key provided."
 
 # The prefix is unique: no ordering, one row.
 _key_by_prefix = PreparedLookup(
-    ApiKey, lambda prefix: ApiKey.objects.select_related("account", "user").filter(prefix=prefix).order_by()[:1]
+    ApiKey,
+    "prefix",
+    ("00000000", "11111111"),
+    lambda prefix: ApiKey.objects.select_related("account", "user").filter(prefix=prefix).order_by()[:1],
 )
 
 

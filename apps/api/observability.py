@@ -5,6 +5,8 @@ import re
 import time
 import uuid
 
+from django.http import HttpRequest
+
 logger = logging.getLogger("cps.request")
 
 # A caller's own request id is kept when it is reasonable, so logs across services line up.
@@ -42,3 +44,15 @@ class RequestLogMiddleware:
             },
         )
         return response
+
+
+class RequestSummaryFilter(logging.Filter):
+    """Django's loggers attach the request to their records (django.request for every 4xx and 5xx), and a
+    formatter that writes extra fields (LOG_FORMAT=json) would write it with its full URL: query strings
+    carry one-time tokens (`/sso/login?token=...`). Leave only the method and the path."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        if isinstance(request, HttpRequest):
+            record.request = f"{request.method} {request.path}"
+        return True

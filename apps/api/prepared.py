@@ -15,9 +15,6 @@ from django.db import connections, router
 from django.db.models import QuerySet
 from django.db.models.query import get_related_populators
 
-# Stands for the parameter while the SQL is compiled; it never reaches a database.
-_PLACEHOLDER = "\x00prepared-lookup-parameter\x00"
-
 
 @dataclass(frozen=True)
 class _Compiled:
@@ -34,26 +31,37 @@ class _Compiled:
 
 
 class PreparedLookup:
-    """`build(value)` returns the queryset of `model` for one parameter value (used once per
-    database, to compile it); `first(value)` runs it for `value` and returns the first model
-    instance or None.
+    """`build(value)` returns the queryset of `model` that filters `field` (a field of `model`)
+    on `value` with `exact`; `first(value)` runs it and returns the first model instance or None.
 
-    The queryset must use `value` exactly once as a plain parameter (an `exact` filter, say) and
-    should be sliced to the rows wanted.
+    The queryset should be sliced to the rows wanted. `samples` are two different valid values of
+    the field, used once per database to compile the SQL and to find the parameter in it.
     """
 
-    def __init__(self, model: type, build: Callable[[Any], QuerySet]) -> None:
+    def __init__(self, model: type, field: str, samples: tuple[Any, Any], build: Callable[[Any], QuerySet]) -> None:
         self.model = model
+        self.field = model._meta.get_field(field)
+        self.samples = samples
         self.build = build
         self._compiled: dict[str, _Compiled] = {}
         self._lock = threading.Lock()
 
-    def _compile(self, queryset: QuerySet) -> _Compiled:
-        compiler = queryset.query.get_compiler(using=queryset.db)
+    def _db_value(self, value, connection):
+        return self.field.get_db_prep_value(value, connection, prepared=False)
+
+    def _compile(self, alias: str) -> _Compiled:
+        connection = connections[alias]
+        first, second = (self.build(sample).using(alias) for sample in self.samples)
+        compiler = first.query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
-        positions = [index for index, param in enumerate(params) if param == _PLACEHOLDER]
-        if len(positions) != 1:
-            raise ValueError("a PreparedLookup's queryset must use its parameter exactly once, unchanged")
+        other_sql, other_params = second.query.get_compiler(using=alias).as_sql()
+        positions = [index for index, (a, b) in enumerate(zip(params, other_params, strict=True)) if a != b]
+        if (
+            sql != other_sql
+            or len(positions) != 1
+            or params[positions[0]] != self._db_value(self.samples[0], connection)
+        ):
+            raise ValueError("a PreparedLookup's queryset must use its value exactly once, as an exact match")
         select, klass_info = compiler.select, compiler.klass_info
         fields = klass_info["select_fields"]
         start, end = fields[0], fields[-1] + 1
@@ -65,7 +73,7 @@ class PreparedLookup:
             init_list=[column[0].target.attname for column in select[start:end]],
             start=start,
             end=end,
-            populators=get_related_populators(klass_info, select, queryset.db),
+            populators=get_related_populators(klass_info, select, alias),
             converters=compiler.get_converters([column[0] for column in select[: compiler.col_count]]),
             annotations=dict(compiler.annotation_col_map or {}),
         )
@@ -75,15 +83,15 @@ class PreparedLookup:
         compiled = self._compiled.get(alias)
         if compiled is None:
             with self._lock:
-                compiled = self._compiled.get(alias) or self._compile(self.build(_PLACEHOLDER).using(alias))
+                compiled = self._compiled.get(alias) or self._compile(alias)
                 self._compiled[alias] = compiled
         return alias, compiled
 
     def first(self, value):
         alias, compiled = self.compiled()
-        params = list(compiled.params)
-        params[compiled.position] = value
         connection = connections[alias]
+        params = list(compiled.params)
+        params[compiled.position] = self._db_value(value, connection)
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             row = cursor.fetchone()

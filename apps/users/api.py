@@ -117,11 +117,8 @@ class LanguageTagField(StrictCharField):
 
 class ProfileUpdateSerializer(StrictSerializer):
     name = StrictCharField(required=False, max_length=200)
-    # Not trimmed: " UTC" is refused, as the schema says, rather than quietly accepted.
-    timezone = TimezoneField(required=False, trim_whitespace=False, validators=[validate_timezone])
-    language = LanguageTagField(
-        required=False, trim_whitespace=False, max_length=LANGUAGE_TAG_MAX_LENGTH, validators=[validate_language]
-    )
+    timezone = TimezoneField(required=False, validators=[validate_timezone])
+    language = LanguageTagField(required=False, max_length=LANGUAGE_TAG_MAX_LENGTH, validators=[validate_language])
     notification_preferences = NotificationPreferencesInputSerializer(
         required=False, help_text="Only the channels given change; the others keep their setting."
     )

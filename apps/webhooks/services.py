@@ -8,6 +8,7 @@ the database and `deliveries_sweep` (Celery beat) hands over whatever the broker
 
 import json
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -15,7 +16,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.accounts.models import Account
@@ -98,43 +100,67 @@ def event_emit(*, account: Account, kind: str, data: dict, post_id: int | None =
 
 
 def enqueue(delivery_ids: list[str], *, manual: bool = False) -> None:
-    """Hand deliveries to the broker. A broker that is down loses nothing: the deliveries are
-    marked as not handed over, and the sweeper hands them over once it is back."""
-    from apps.webhooks.tasks import deliver_webhook
+    """Hand deliveries to the broker, WEBHOOK_BATCH_SIZE to a task (manual retries one each). A
+    broker that is down loses nothing: the deliveries are marked as not handed over, and the
+    sweeper hands them over once it is back."""
+    from apps.webhooks.tasks import deliver_webhook, deliver_webhooks
 
+    size = 1 if manual else settings.WEBHOOK_BATCH_SIZE
     failed = []
-    for delivery_id in delivery_ids:
+    for start in range(0, len(delivery_ids), size):
+        chunk = delivery_ids[start : start + size]
         try:
-            deliver_webhook.apply_async((delivery_id,), {"manual": manual}, retry=False)
+            if len(chunk) == 1:
+                deliver_webhook.apply_async((chunk[0],), {"manual": manual}, retry=False)
+            else:
+                deliver_webhooks.apply_async((chunk,), retry=False)
         except Exception as exc:  # the broker's errors vary by transport; none may fail the caller
-            failed.append(delivery_id)
+            failed.extend(chunk)
             error = exc
     if failed:
         logger.warning("broker unavailable, %d deliveries left for the sweeper: %s", len(failed), error)
         Delivery.objects.filter(pk__in=failed).update(enqueued_at=None)
 
 
-def _claim(delivery_id: str, *, manual: bool, now: datetime) -> Delivery | None:
-    """Take the delivery for one attempt, or None when it is not due or another worker holds it."""
-    # Long enough for the slowest attempt (connect timeout plus read timeout), with a margin.
-    lease = timedelta(seconds=settings.WEBHOOK_TIMEOUT * 2 + 5)
+# What recording an attempt changes on the delivery.
+_OUTCOME_FIELDS = ("status", "attempts", "next_attempt_at", "locked_until", "enqueued_at", "last_status_code",
+                   "last_error", "delivered_at", "updated_at")  # fmt: skip
+
+
+def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Delivery]:
+    """Take the deliveries for one attempt each; those not due, or held by another worker, are
+    left out. They come back in the order given, with their event (body, account), endpoint and
+    number of attempts logged, and `locked_until` set to the lease now held on them."""
+    # Long enough for the slowest attempt (connect timeout plus read timeout), with a margin; a
+    # batch starts no attempt after WEBHOOK_TIMEOUT, so its last one ends within the lease too.
+    lease = now + timedelta(seconds=settings.WEBHOOK_TIMEOUT * 2 + 5)
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
-    claimable = Delivery.objects.filter(free, pk=delivery_id)
+    claimable = Delivery.objects.filter(free, pk__in=delivery_ids)
     if not manual:
         claimable = claimable.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
     # A conditional UPDATE is atomic, so of two workers with the same message only one wins.
-    if not claimable.update(locked_until=now + lease):
-        return None
-    return Delivery.objects.select_related("event__account", "endpoint").get(pk=delivery_id)
+    if not claimable.update(locked_until=lease):
+        return []
+    attempts_logged = (
+        Attempt.objects.filter(delivery=OuterRef("pk"))
+        .order_by()
+        .values("delivery")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    claimed = {
+        str(delivery.pk): delivery
+        for delivery in Delivery.objects.select_related("event__account", "endpoint")
+        .annotate(attempts_logged=Coalesce(Subquery(attempts_logged), 0))
+        .filter(pk__in=delivery_ids, locked_until=lease)
+    }
+    return [claimed[str(pk)] for pk in delivery_ids if str(pk) in claimed]
 
 
-def delivery_attempt(*, delivery_id: str, manual: bool = False) -> Attempt | None:
-    """Make one attempt of a delivery, record it, and schedule the next one or finish."""
-    started_at = timezone.now()
-    delivery = _claim(delivery_id, manual=manual, now=started_at)
-    if delivery is None:
-        return None
+def _attempt(delivery: Delivery, *, manual: bool) -> Attempt:
+    """Send one attempt; set the delivery's new state on it and return the attempt, both unsaved."""
     endpoint, event = delivery.endpoint, delivery.event
+    started_at = timezone.now()
     outcome = transport.send(
         url=endpoint.url,
         secret=endpoint.secret,
@@ -142,51 +168,95 @@ def delivery_attempt(*, delivery_id: str, manual: bool = False) -> Attempt | Non
         event=event.kind,
         delivery_id=str(delivery.id),
     )
-    with transaction.atomic():
-        delivery = Delivery.objects.select_for_update().get(pk=delivery.pk)
-        number = delivery.attempt_log.count() + 1
-        attempt = Attempt.objects.create(
-            delivery=delivery,
-            number=number,
-            trigger=AttemptTrigger.MANUAL if manual else AttemptTrigger.AUTOMATIC,
-            started_at=started_at,
-            request_headers=outcome.request_headers,
-            request_body=event.body,
-            response_status=outcome.status,
-            response_headers=outcome.headers,
-            response_body=outcome.body,
-            duration_ms=outcome.duration_ms,
-            error=outcome.error,
-        )
-        now = timezone.now()
-        if not manual:
-            delivery.attempts += 1
-        delivery.locked_until = None
-        delivery.enqueued_at = None
-        if outcome.ok:
-            delivery.record_success(now, outcome.status)
-        else:
-            delivery.last_status_code = outcome.status
-            delivery.last_error = outcome.error or f"HTTP {outcome.status}"
-            delivery.record_failure(now, settings.WEBHOOK_RETRY_DELAYS, automatic=not manual)
-            if outcome.status == 410:
-                # The receiver says the URL is gone for good: stop sending to it (shown in the admin).
-                delivery.status, delivery.next_attempt_at = DeliveryStatus.FAILED, None
-                WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
-                    enabled=False, disabled_reason=f"Disabled after 410 Gone at {now:%Y-%m-%d %H:%M} UTC"
-                )
-        delivery.save()
-    logger.info(
-        "webhook attempt delivery=%s endpoint=%s event=%s number=%d status=%s duration_ms=%d%s",
-        delivery.id,
-        endpoint.pk,
-        event.kind,
-        number,
-        outcome.status if outcome.status is not None else "-",
-        outcome.duration_ms,
-        f" error={outcome.error!r}" if outcome.error else "",
+    now = timezone.now()
+    if not manual:
+        delivery.attempts += 1
+    delivery.locked_until = None
+    delivery.enqueued_at = None
+    delivery.updated_at = now
+    if outcome.ok:
+        delivery.record_success(now, outcome.status)
+    else:
+        delivery.last_status_code = outcome.status
+        delivery.last_error = outcome.error or f"HTTP {outcome.status}"
+        delivery.record_failure(now, settings.WEBHOOK_RETRY_DELAYS, automatic=not manual)
+        if outcome.status == 410:
+            # The receiver says the URL is gone for good: stop sending to it (shown in the admin).
+            delivery.status, delivery.next_attempt_at = DeliveryStatus.FAILED, None
+    return Attempt(
+        delivery=delivery,
+        number=delivery.attempts_logged + 1,
+        trigger=AttemptTrigger.MANUAL if manual else AttemptTrigger.AUTOMATIC,
+        started_at=started_at,
+        request_headers=outcome.request_headers,
+        request_body=event.body,
+        response_status=outcome.status,
+        response_headers=outcome.headers,
+        response_body=outcome.body,
+        duration_ms=outcome.duration_ms,
+        error=outcome.error,
     )
-    return attempt
+
+
+def deliveries_attempt(*, delivery_ids: list[str], manual: bool = False) -> list[Attempt]:
+    """Make one attempt of each due delivery among `delivery_ids` that no other worker holds,
+    record them, and schedule the next attempts or finish; return the attempts made.
+
+    The deliveries are sent one after the other over the process's pooled connections. Once
+    WEBHOOK_TIMEOUT has passed no further one is started: the rest go back to the broker, so none
+    waits behind a slow receiver for longer than that. The outcomes are written together at the
+    end; a worker that dies before that leaves them to be sent again when their lease runs out
+    (receivers deduplicate by delivery id).
+    """
+    started = time.monotonic()
+    now = timezone.now()
+    deliveries = _claim(delivery_ids, manual=manual, now=now)
+    if not deliveries:
+        return []
+    lease = deliveries[0].locked_until
+    attempts: list[Attempt] = []
+    for delivery in deliveries:
+        if attempts and time.monotonic() - started > settings.WEBHOOK_TIMEOUT:
+            break
+        attempts.append(_attempt(delivery, manual=manual))
+    done, rest = deliveries[: len(attempts)], deliveries[len(attempts) :]
+    gone = {d.endpoint_id for d, a in zip(done, attempts, strict=True) if a.response_status == 410}
+    with transaction.atomic():
+        Attempt.objects.bulk_create(attempts)
+        # The lease is the lock: only its holder writes the outcome (no second locking read). A
+        # holder that overran its lease finds the row taken over and leaves it to the new holder,
+        # keeping the record of the attempt it made.
+        held = Delivery.objects.filter(locked_until=lease).bulk_update(done, _OUTCOME_FIELDS)
+        if gone:
+            WebhookEndpoint.objects.filter(pk__in=gone).update(
+                enabled=False, disabled_reason=f"Disabled after 410 Gone at {now:%Y-%m-%d %H:%M} UTC"
+            )
+        if rest:
+            Delivery.objects.filter(pk__in=[d.pk for d in rest], locked_until=lease).update(
+                locked_until=None, enqueued_at=now
+            )
+    if held < len(done):
+        logger.warning("%d webhook attempts outlived their lease; their outcomes are not recorded", len(done) - held)
+    for delivery, attempt in zip(done, attempts, strict=True):
+        logger.info(
+            "webhook attempt delivery=%s endpoint=%s event=%s number=%d status=%s duration_ms=%d%s",
+            delivery.id,
+            delivery.endpoint_id,
+            delivery.event.kind,
+            attempt.number,
+            attempt.response_status if attempt.response_status is not None else "-",
+            attempt.duration_ms,
+            f" error={attempt.error!r}" if attempt.error else "",
+        )
+    if rest:
+        enqueue([str(d.pk) for d in rest], manual=manual)
+    return attempts
+
+
+def delivery_attempt(*, delivery_id: str, manual: bool = False) -> Attempt | None:
+    """Make one attempt of a delivery (None when it is not due or another worker holds it)."""
+    attempts = deliveries_attempt(delivery_ids=[str(delivery_id)], manual=manual)
+    return attempts[0] if attempts else None
 
 
 def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:

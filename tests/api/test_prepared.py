@@ -1,17 +1,25 @@
 """A PreparedLookup answers what the ORM answers, in one query, with its related objects."""
 
+import uuid
+
 import pytest
+from django.db import transaction
 
 from apps.accounts.models import ApiKey
 from apps.api.authentication import api_key_find
 from apps.api.prepared import PreparedLookup
-from tests.factories import ApiKeyFactory
+from apps.webhooks.models import Delivery
+from apps.webhooks.services import event_emit
+from tests.factories import ApiKeyFactory, WebhookEndpointFactory
 
 pytestmark = pytest.mark.django_db
 
 
 by_prefix = PreparedLookup(
-    ApiKey, lambda prefix: ApiKey.objects.select_related("account", "user").filter(prefix=prefix).order_by()[:1]
+    ApiKey,
+    "prefix",
+    ("00000000", "11111111"),
+    lambda prefix: ApiKey.objects.select_related("account", "user").filter(prefix=prefix).order_by()[:1],
 )
 
 
@@ -42,9 +50,23 @@ def test_prepared_lookup_runs_again_with_each_value():
 
 
 def test_prepared_lookup_refuses_a_queryset_that_transforms_its_parameter():
-    upper = PreparedLookup(ApiKey, lambda prefix: ApiKey.objects.filter(prefix__icontains=prefix)[:1])
+    upper = PreparedLookup(ApiKey, "prefix", ("a", "b"), lambda prefix: ApiKey.objects.filter(prefix__icontains=prefix))
     with pytest.raises(ValueError, match="exactly once"):
         upper.first("abc")
+
+
+def test_prepared_lookup_converts_the_value_as_the_orm_does(django_assert_num_queries):
+    """A UUID primary key is stored as hex text on SQLite and natively on PostgreSQL."""
+    endpoint = WebhookEndpointFactory()
+    with transaction.atomic():
+        delivery = event_emit(account=endpoint.account, kind="post.published", data={}).deliveries.get()
+    by_id = PreparedLookup(
+        Delivery, "id", (uuid.UUID(int=1), uuid.UUID(int=2)), lambda pk: Delivery.objects.filter(pk=pk)[:1]
+    )
+    with django_assert_num_queries(1):
+        assert by_id.first(delivery.pk).pk == delivery.pk
+    assert by_id.first(str(delivery.pk)).pk == delivery.pk
+    assert by_id.first(uuid.uuid4()) is None
 
 
 def test_api_key_find_checks_the_whole_secret():

@@ -17,7 +17,7 @@ def test_posts_published_while_the_broker_is_down_are_delivered_once_per_endpoin
     workflow, receiver, private_redis, use_broker, start_worker
 ):
     use_broker(private_redis.url)
-    start_worker(private_redis.url)
+    worker = start_worker(private_redis.url)
     before, *during = [workflow.pending() for _ in range(5)]
     assert workflow.publish(before).status_code == 200
     receiver.wait_for(2)
@@ -34,12 +34,15 @@ def test_posts_published_while_the_broker_is_down_are_delivered_once_per_endpoin
 
     private_redis.start()
     # The running worker reconnects by itself; the sweeper (beat's job) hands over what the broker missed.
-    wait_until(
-        lambda: Delivery.objects.filter(status=DeliveryStatus.SUCCEEDED).count() == 10,
-        timeout=60,
-        step=0.5,
-        action=deliveries_sweep,
-    )
+    try:
+        wait_until(
+            lambda: Delivery.objects.filter(status=DeliveryStatus.SUCCEEDED).count() == 10,
+            timeout=60,
+            step=0.5,
+            action=deliveries_sweep,
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"not all delivered; the worker's log ends:\n{worker.log_tail()}") from exc
     deliveries_sweep()
     time.sleep(1)  # anything sent twice would arrive now
 

@@ -37,9 +37,7 @@ def test_delivery_of_a_killed_worker_completes_later(workflow, receiver, start_w
     assert {r.headers["X-Service-Delivery"] for r in receiver.requests} == {str(delivery.id)}
 
 
-def test_a_receiver_slower_than_the_timeout_counts_as_a_failed_attempt_and_is_retried(
-    workflow, receiver, start_worker
-):
+def test_a_receiver_slower_than_the_timeout_counts_as_a_failed_attempt_and_is_retried(workflow, receiver, start_worker):
     only_endpoint(workflow)
     receiver.script = [(200, 3.0)]  # answers 200, but only after the 1-second timeout
     start_worker(WEBHOOK_TIMEOUT=1, WEBHOOK_RETRY_DELAYS="1,1,1,1")

@@ -1,4 +1,4 @@
-"""Every /v1 operation × every kind of key × an object of the key's own account or of another one.
+"""Every /v1 operation, with every kind of key, on an object of the key's own account or of another one.
 
 The expected answer follows the rules of the spec and the README, checked in this order:
 1. no key, or an expired or revoked one: 401 `authentication_failed`;
@@ -94,29 +94,28 @@ def expected(operation: Operation, key_kind: str, account: str) -> tuple[int, st
 
 
 class World:
-    """Two accounts with the same kinds of objects. The keys belong to the first one."""
+    """Two accounts, each with an `api` channel, a post on it, a member and the object of the kind the
+    operation names. The keys belong to the first account, to its admin or its viewer."""
 
-    def __init__(self) -> None:
-        self.objects = {"own": self._objects(AccountFactory()), "other": self._objects(AccountFactory())}
-        own = self.objects["own"]
-        self.admin = UserFactory(account=own["account"], role=Role.ADMIN)
-        self.viewer = UserFactory(account=own["account"], role=Role.VIEWER)
+    def __init__(self, operation: Operation) -> None:
+        kind = operation.target or "channel"
+        self.objects = {name: self._objects(AccountFactory(), kind) for name in ("own", "other")}
+        own = self.objects["own"]["account"]
+        self.admin = UserFactory(account=own, role=Role.ADMIN)
+        self.viewer = UserFactory(account=own, role=Role.VIEWER)
 
     @staticmethod
-    def _objects(account) -> dict:
-        channel = ChannelFactory(account=account, platform="api")
-        published = ApiPublicationFactory(
-            post__channel=channel, post__publication_status="published", post__published_at=timezone.now()
-        ).post
-        return {
-            "account": account,
-            "channel": channel,
-            "post": PostFactory(channel=channel),
-            "pending": ApiPublicationFactory(post__channel=channel).post,
-            "published": published,
-            # Another member of the account: a user the key's owner is not.
-            "user": UserFactory(account=account, role=Role.EDITOR),
-        }
+    def _objects(account, kind: str) -> dict:
+        objects = {"account": account, "user": UserFactory(account=account, role=Role.EDITOR)}
+        channel = objects["channel"] = ChannelFactory(account=account, platform="api", team=None)
+        objects["post"] = PostFactory(channel=channel)
+        if kind == "pending":
+            objects["pending"] = ApiPublicationFactory(post__channel=channel).post
+        elif kind == "published":
+            objects["published"] = ApiPublicationFactory(
+                post__channel=channel, post__publication_status="published", post__published_at=timezone.now()
+            ).post
+        return objects
 
     def client(self, key_kind: str, operation: Operation) -> APIClient:
         client = APIClient()
@@ -159,7 +158,7 @@ CASES = [
 
 @pytest.mark.parametrize(("operation", "key_kind", "account"), CASES)
 def test_access(operation, key_kind, account):
-    world = World()
+    world = World(operation)
     client = world.client(key_kind, operation)
     status, code = expected(operation, key_kind, account)
 
