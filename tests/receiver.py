@@ -20,6 +20,7 @@ class Receiver:
         self.requests: list[Received] = []
         self.script: list[tuple[int, float]] = []  # (status, delay) per request; then `default`
         self.default: tuple[int, float] = (200, 0.0)
+        self.body = b'{"ok": true}'  # the body of every answer
         self.in_flight = 0  # requests read but not yet answered
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
@@ -38,7 +39,7 @@ class Receiver:
                     time.sleep(delay)
                 with receiver._lock:
                     receiver.in_flight -= 1
-                payload = b'{"ok": true}'
+                payload = receiver.body
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

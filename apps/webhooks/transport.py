@@ -160,7 +160,10 @@ def send(*, url: str, secret: str, body: bytes, event: str, delivery_id: str) ->
             outcome.body = b"".join(chunks)[:RESPONSE_BODY_LIMIT].decode("utf-8", "replace")
         finally:
             # A connection with unread data in it is closed; one read to the end goes back to the pool.
-            response.release_conn() if complete else response.close()
+            if complete:
+                response.release_conn()
+            else:
+                response.close()
     except BlockedAddress as exc:
         outcome.error = str(exc)
     except NewConnectionError as exc:  # before TimeoutError: urllib3 makes it a subclass of it

@@ -15,7 +15,8 @@ import pytest
 import schemathesis
 from django.urls import Resolver404, resolve
 from django.utils import timezone
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from apps.api.views import UnknownPathView
 from apps.users.models import Role, Status, User
@@ -67,7 +68,9 @@ def fuzz_config(*, max_examples: int, coverage: bool) -> schemathesis.Config:
     )
 
 
-HYPOTHESIS = settings(deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+HYPOTHESIS = hypothesis_settings(
+    deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 
 
 @pytest.fixture
