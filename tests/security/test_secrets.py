@@ -78,8 +78,10 @@ def logs():
 
 
 def secret_forms(raw: str) -> list[str]:
-    """The secret, and its part after the public prefix (`cps_<prefix>_<secret>`, `sso_<secret>`)."""
-    return [raw, raw.rsplit("_", 1)[-1]]
+    """The secret, and its part after the public prefix (`cps_<prefix>_<secret>`, `sso_<secret>`,
+    `whsec_<secret>`). The secret part itself may contain `_`, so split at the known prefix only."""
+    parts = 3 if raw.startswith("cps_") else 2
+    return [raw, raw.split("_", parts - 1)[-1]]
 
 
 def assert_nowhere(secrets: list[str], text: str, where: str) -> None:
