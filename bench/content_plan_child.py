@@ -22,6 +22,13 @@ from apps.posts.content_plan import content_plan_run  # noqa: E402
 
 
 def peak_rss_mb() -> float:
+    """The process's peak resident memory. VmHWM is this process's own; ru_maxrss would start from
+    the parent's resident size at fork (Linux keeps it across exec), here the benchmark's."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kilobytes on Linux
 
 

@@ -350,7 +350,7 @@ WEBHOOK_REQUEUE_AFTER = _positive_int("WEBHOOK_REQUEUE_AFTER", 300)
 WEBHOOK_HISTORY_DAYS = _positive_int("WEBHOOK_HISTORY_DAYS", 30)
 # Deliveries handed to the broker in one task, sent one after the other by one worker process:
 # one claim, one read and one write for all of them instead of for each.
-WEBHOOK_BATCH_SIZE = _positive_int("WEBHOOK_BATCH_SIZE", 20)
+WEBHOOK_BATCH_SIZE = _positive_int("WEBHOOK_BATCH_SIZE", 50)
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
 
 # --- Periodic work: the one place Celery beat's schedule is defined ---

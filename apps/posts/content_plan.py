@@ -6,11 +6,14 @@ slow run and the next beat, two beats by mistake) take disjoint batches, and a p
 moved is no longer `scheduled`: each post moves once and its event is written once.
 """
 
+import gc
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.channels.models import Platform
@@ -34,26 +37,35 @@ class ContentPlanResult:
         return self.publishing_pending + self.published
 
 
-def _emit(kind: str, post_ids: list[int]) -> None:
-    payloads = posts_webhook_data(post_ids)
+def _emit(kind: str, post_ids: list[int], channels: dict) -> None:
+    payloads = posts_webhook_data(post_ids, channels)
     events_emit(
         kind=kind,
-        items=[
-            EventInput(account=post.channel.account, data={"post": data}, post_id=post.pk) for post, data in payloads
-        ],
+        items=[EventInput(account=channel.account, data={"post": data}, post_id=pk) for channel, pk, data in payloads],
     )
+
+
+# Where a batch ends in the order of the scan: (scheduled_at, id).
+Position = tuple[datetime, int]
 
 
 @transaction.atomic
-def _move_batch(*, now: datetime, batch_size: int) -> tuple[int, int]:
+def _move_batch(
+    *, now: datetime, batch_size: int, after: Position | None, channels: dict
+) -> tuple[int, int, Position | None]:
+    due_posts = Post.objects.filter(publication_status=PublicationStatus.SCHEDULED, scheduled_at__lte=now)
+    if after is not None:
+        # Each batch goes on from where the last one ended: rescanning from the start would walk
+        # over the index entries of every post already moved (still there until vacuum), which
+        # made a run's time grow with the square of its posts.
+        due_posts = due_posts.filter(Q(scheduled_at__gt=after[0]) | Q(scheduled_at=after[0], id__gt=after[1]))
     due = list(
-        Post.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(publication_status=PublicationStatus.SCHEDULED, scheduled_at__lte=now)
+        due_posts.select_for_update(skip_locked=True, of=("self",))
         .order_by("scheduled_at", "id")
-        .values_list("id", "channel__platform")[:batch_size]
+        .values_list("id", "channel__platform", "scheduled_at")[:batch_size]
     )
-    external = [post_id for post_id, platform in due if platform == Platform.API]
-    direct = [post_id for post_id, platform in due if platform != Platform.API]
+    external = [post_id for post_id, platform, _ in due if platform == Platform.API]
+    direct = [post_id for post_id, platform, _ in due if platform != Platform.API]
     if external:
         Post.objects.filter(pk__in=external).update(
             publication_status=PublicationStatus.PUBLISHING_PENDING,
@@ -69,25 +81,45 @@ def _move_batch(*, now: datetime, batch_size: int) -> tuple[int, int]:
             unique_fields=["post"],
             update_fields=["confirmed_at", "external_id", "external_url"],
         )
-        _emit(EventKind.POST_PUBLISHING_PENDING, external)
+        _emit(EventKind.POST_PUBLISHING_PENDING, external, channels)
     if direct:
         Post.objects.filter(pk__in=direct).update(
             publication_status=PublicationStatus.PUBLISHED, published_at=now, updated_at=now
         )
-        _emit(EventKind.POST_PUBLISHED, direct)
-    return len(external), len(direct)
+        _emit(EventKind.POST_PUBLISHED, direct, channels)
+    return len(external), len(direct), (due[-1][2], due[-1][0]) if due else after
+
+
+@contextmanager
+def _collector_spared():
+    """The objects that exist before a run (the process's modules, Django's own) are set aside
+    from the cyclic garbage collector while it runs: a run allocates millions of short-lived
+    objects, and each full collection would otherwise walk all of the process's objects again
+    (a quarter of the run's time). Freed objects are still freed at once by reference counting."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def content_plan_run(*, now: datetime | None = None, batch_size: int = BATCH_SIZE) -> ContentPlanResult:
     """Move every scheduled post whose `scheduled_at` has passed; return how many moved where."""
     now = now or timezone.now()
     result = ContentPlanResult()
-    while True:
-        pending, published = _move_batch(now=now, batch_size=batch_size)
-        result.publishing_pending += pending
-        result.published += published
-        if pending + published < batch_size:
-            break
+    with _collector_spared():
+        position = None
+        # Each channel (with its posts_count, which the run does not change) is read once per run:
+        # counting a large channel's posts again for every batch cost more than the rest of the run.
+        channels: dict = {}
+        while True:
+            pending, published, position = _move_batch(
+                now=now, batch_size=batch_size, after=position, channels=channels
+            )
+            result.publishing_pending += pending
+            result.published += published
+            if pending + published < batch_size:
+                break
     logger.info(
         "content plan run moved=%d publishing_pending=%d published=%d",
         result.moved,
