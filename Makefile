@@ -5,7 +5,7 @@ PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 PORT   ?= 8000
 
-.PHONY: install run test lint format migrate clean
+.PHONY: install run test lint format migrate clean bench
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -28,6 +28,10 @@ run: migrate
 
 test: install
 	$(BIN)/pytest
+
+# Benchmarks against their floors, on PostgreSQL and Redis at 127.0.0.1 (see README: Benchmarks).
+bench: install
+	$(PY) bench/run.py
 
 lint: install
 	$(BIN)/ruff check .

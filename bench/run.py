@@ -162,15 +162,23 @@ def ensure_wrk() -> str:
 def ensure_database() -> None:
     import psycopg
 
-    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
+    try:
+        conn = psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        sys.exit(f"bench: PostgreSQL at {PG_SERVER} (BENCH_PG) cannot be reached: {exc}")
+    with conn:
         if not conn.execute("select 1 from pg_database where datname = %s", [DB_NAME]).fetchone():
             conn.execute(f'create database "{DB_NAME}"')
 
 
 def flush_redis() -> None:
+    """Empty the benchmark's own Redis database (counters, the cps-bench queue)."""
     import redis
 
-    redis.Redis.from_url(REDIS_URL).flushdb()
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=5).flushdb()
+    except redis.exceptions.ConnectionError as exc:
+        sys.exit(f"bench: Redis at {REDIS_URL} (BENCH_REDIS_URL) cannot be reached: {exc}")
 
 
 def setup_django() -> None:

@@ -203,10 +203,9 @@ CELERY_RESULT_BACKEND = None
 # tasks are written to be safe to run twice.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-# Each worker process holds a few messages beyond the one it runs, so a short task (a webhook
-# delivery) never waits for a broker round trip; acks_late keeps them safe, and a worker that
-# stops hands them back.
-CELERY_WORKER_PREFETCH_MULTIPLIER = _positive_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 4)
+# One message per worker process at a time: a delivery task (a batch of deliveries) is never
+# parked behind a slow one in another process's prefetch buffer. Raise it by env for throughput.
+CELERY_WORKER_PREFETCH_MULTIPLIER = _positive_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 1)
 # Celery's Django fixup opens a new database connection for every task unless this is set (then
 # it closes them every N tasks); config/celery.py applies CONN_MAX_AGE and CONN_HEALTH_CHECKS
 # around each task instead, as Django does around each request.

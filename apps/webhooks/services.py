@@ -54,6 +54,7 @@ def _body(kind: str, account: Account, data: dict, at: datetime) -> str:
         "account": {"id": account.id, "name": account.name},
         "data": data,
     }
+    # orjson where it writes what json.dumps would: the content plan writes thousands of bodies.
     body = compact_json(payload, default=_ENCODER.default)
     return body.decode() if body is not None else _ENCODER.encode(payload)
 
@@ -301,7 +302,7 @@ def deliveries_attempt(*, delivery_ids: list[str], manual: bool = False) -> list
             )
     if held < len(sent):
         logger.warning("%d webhook attempts outlived their lease; their outcomes are not recorded", len(sent) - held)
-    for delivery, attempt in zip(deliveries, attempts, strict=False):
+    for (delivery, _, _), attempt in zip(sent, attempts, strict=True):
         logger.info(
             "webhook attempt delivery=%s endpoint=%s event=%s number=%d status=%s duration_ms=%d%s",
             delivery.id,
