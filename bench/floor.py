@@ -55,14 +55,14 @@ def _unauthorized() -> JsonResponse:
 
 
 def _channel(account_id: int, channel_id: int) -> dict | None:
+    """The channel's list form; its `posts_count` also counts the unfiltered posts list."""
     row = (
         Channel.objects.with_posts_count()
-        .of_account(account_id)
         .filter(pk=channel_id)
-        .values("id", "title", "platform", "team_id", "team__name", "posts_count")
+        .values("id", "account_id", "title", "platform", "team_id", "team__name", "posts_count")
         .first()
     )
-    if row is None:
+    if row is None or row["account_id"] != account_id:
         return None
     team = None if row["team_id"] is None else {"id": row["team_id"], "name": row["team__name"]}
     return {
@@ -117,7 +117,7 @@ def channel_posts(request, channel_id: int):
     if channel is None:
         return _error(404, "not_found", "Resource not found.")
     posts = Post.objects.filter(channel_id=channel_id).order_by("id")
-    count = posts.count()
+    count = channel["posts_count"]
     offset = (page - 1) * per_page
     rows = posts.values_list(*LIST_COLUMNS)[offset : offset + per_page] if offset < count else []
     data = [

@@ -1,3 +1,4 @@
+from types import SimpleNamespace
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -12,6 +13,7 @@ from apps.accounts.models import LOCAL_PATH_PATTERN, Scope, validate_local_path
 from apps.accounts.services import sso_token_create
 from apps.api.exceptions import NotFound
 from apps.api.permissions import require_account_admin
+from apps.api.rendering import ResponseSerializer, UtcDateTimeField
 from apps.api.request_fields import StrictCharField, StrictEmailField, StrictSerializer
 from apps.api.schema import common_errors, error
 from apps.users.api import user_events
@@ -42,18 +44,20 @@ class UserIdField(serializers.Field):
         return str(value)
 
 
-class AccountRefSerializer(serializers.Serializer):
+class AccountRefSerializer(ResponseSerializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
 
 
-class TokenSerializer(serializers.Serializer):
+class TokenSerializer(ResponseSerializer):
     name = serializers.CharField()
     scopes = serializers.ListField(child=serializers.CharField())
-    expires_at = serializers.DateTimeField()
+    expires_at = UtcDateTimeField()
 
 
-class MeSerializer(serializers.Serializer):
+class MeSerializer(ResponseSerializer):
+    """Renders an object with the attributes `account` and `token` (the API key)."""
+
     account = AccountRefSerializer()
     token = TokenSerializer()
 
@@ -73,7 +77,7 @@ class MeView(APIView):
     )
     def get(self, request):
         api_key = request.auth
-        return Response({"data": MeSerializer({"account": api_key.account, "token": api_key}).data})
+        return Response({"data": MeSerializer(SimpleNamespace(account=api_key.account, token=api_key)).data})
 
 
 REDIRECT_TO_MAX_LENGTH = 2000

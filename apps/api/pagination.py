@@ -33,7 +33,8 @@ class PagePagination(BasePagination):
     page_size_params: tuple[str, ...] = ("per_page",)
     meta_key = "meta"
 
-    def paginate_queryset(self, queryset, request, view=None):
+    def paginate_queryset(self, queryset, request, view=None, count: int | None = None):
+        """The page's items; `count`, when the caller knows it, spares the count query."""
         params = request.query_params
         aliases = getattr(view, "page_size_aliases", ())
         self.page = positive_int_param(params, "page", 1)
@@ -43,7 +44,7 @@ class PagePagination(BasePagination):
             if value is not None:
                 self.per_page = value
         self.per_page = min(self.per_page, settings.PAGE_SIZE_MAX)
-        self.count = queryset.count()
+        self.count = queryset.count() if count is None else count
         offset = (self.page - 1) * self.per_page
         if offset >= self.count:
             # Also keeps absurd page numbers away from SQL's 64-bit OFFSET.

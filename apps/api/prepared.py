@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections, router
-from django.db.models import QuerySet
+from django.db.models import IntegerField, QuerySet
 from django.db.models.query import get_related_populators
 
 
@@ -28,6 +28,7 @@ class _Compiled:
     populators: list
     converters: dict
     annotations: dict
+    value_range: tuple[int | None, int | None] | None
 
 
 class PreparedLookup:
@@ -76,6 +77,11 @@ class PreparedLookup:
             populators=get_related_populators(klass_info, select, alias),
             converters=compiler.get_converters([column[0] for column in select[: compiler.col_count]]),
             annotations=dict(compiler.annotation_col_map or {}),
+            value_range=(
+                connection.ops.integer_field_range(self.field.get_internal_type())
+                if isinstance(self.field, IntegerField)
+                else None
+            ),
         )
 
     def compiled(self) -> tuple[str, _Compiled]:
@@ -89,6 +95,9 @@ class PreparedLookup:
 
     def first(self, value):
         alias, compiled = self.compiled()
+        if compiled.value_range is not None and not _within(value, *compiled.value_range):
+            # As the ORM answers since Django 5.0: no row, rather than the database's overflow error.
+            return None
         connection = connections[alias]
         params = list(compiled.params)
         params[compiled.position] = self._db_value(value, connection)
@@ -108,3 +117,8 @@ class PreparedLookup:
         for name, position in compiled.annotations.items():
             setattr(obj, name, row[position])
         return obj
+
+
+def _within(value, low: int | None, high: int | None) -> bool:
+    value = int(value)
+    return (low is None or value >= low) and (high is None or value <= high)

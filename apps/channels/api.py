@@ -83,7 +83,5 @@ class ChannelDetailView(APIView):
         tags=["channels"],
     )
     def get(self, request, id: int):
-        channel = channel_get(
-            account_id=request.auth.account_id, channel_id=id, queryset=Channel.objects.with_posts_count()
-        )
+        channel = channel_get(account_id=request.auth.account_id, channel_id=id, with_posts_count=True)
         return Response({"data": ChannelDetailSerializer(channel).data})

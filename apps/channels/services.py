@@ -1,14 +1,27 @@
 from apps.api.exceptions import NotFound
-from apps.channels.models import Channel, ChannelQuerySet
+from apps.api.prepared import PreparedLookup
+from apps.channels.models import Channel
 
 CHANNEL_NOT_FOUND = "Resource not found."
 
+# Every read of a channel's posts starts with this lookup. With its count subquery the ORM spent
+# several times longer compiling the query than the database spent running it; compiled once per
+# process instead. The account is checked on the row, so the one parameter is the channel's id.
+_listed_by_id = PreparedLookup(
+    Channel, "id", (1, 2), lambda pk: Channel.objects.with_posts_count().filter(pk=pk).order_by()[:1]
+)
 
-def channel_get(*, account_id: int, channel_id: int, queryset: ChannelQuerySet | None = None) -> Channel:
+
+def channel_get(*, account_id: int, channel_id: int, with_posts_count: bool = False) -> Channel:
     """The account's channel, or 404 `not_found`. Another account's channel is "not found" too,
-    so a key never learns that it exists."""
-    channels = Channel.objects.all() if queryset is None else queryset
-    channel = channels.of_account(account_id).filter(pk=channel_id).first()
+    so a key never learns that it exists. `with_posts_count`: in the list form, with its team and
+    `posts_count`."""
+    if with_posts_count:
+        channel = _listed_by_id.first(channel_id)
+        if channel is not None and channel.account_id != account_id:
+            channel = None
+    else:
+        channel = Channel.objects.of_account(account_id).filter(pk=channel_id).first()
     if channel is None:
         raise NotFound(CHANNEL_NOT_FOUND)
     return channel

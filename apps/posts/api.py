@@ -11,7 +11,6 @@ from apps.api.rendering import ResponseSerializer, UtcDateTimeField
 from apps.api.request_fields import StrictCharField, StrictSerializer
 from apps.api.schema import common_errors, error
 from apps.channels.api import ChannelRefSerializer, ChannelSerializer
-from apps.channels.models import Channel
 from apps.channels.services import channel_get
 from apps.posts.models import (
     EXTERNAL_ID_MAX_LENGTH,
@@ -23,6 +22,7 @@ from apps.posts.models import (
     PublicationStatus,
     http_url_validator,
 )
+from apps.posts.payloads import own_columns, post_rows, rows_with_channel
 from apps.posts.services import POST_NOT_FOUND, post_publish, post_unpublish
 
 # --- response forms ------------------------------------------------------------------------------
@@ -88,13 +88,13 @@ class PostWorkflowResponseSerializer(serializers.Serializer):
     data = PostWorkflowResultSerializer()
 
 
-def _post_with_channel(posts: PostQuerySet, post_id: int) -> Post:
-    """A post with its content and its channel in the list form (team, posts_count)."""
-    post = posts.with_content().filter(pk=post_id).first()
-    if post is None:
+def _post_detail(posts: PostQuerySet, channels: dict | None = None) -> dict:
+    """The single-post form of the one post of `posts`, or 404 `not_found` (see post_rows for
+    `channels`)."""
+    rows = post_rows(posts, PostDetailSerializer, channels)
+    if not rows:
         raise NotFound(POST_NOT_FOUND)
-    post.channel = Channel.objects.with_posts_count().get(pk=post.channel_id)
-    return post
+    return PostDetailSerializer(rows[0]).data
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -133,9 +133,10 @@ class PostFilterSerializer(serializers.Serializer):
 
     @classmethod
     def from_query(cls, query_params) -> dict:
-        serializer = cls(
-            data={name: value for name, value in query_params.items() if name in cls._declared_fields and value != ""}
-        )
+        data = {name: query_params[name] for name in cls._declared_fields if query_params.get(name, "") != ""}
+        if not data:
+            return {}
+        serializer = cls(data=data)
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
 
@@ -150,9 +151,6 @@ def filter_posts(
     if updated_since:
         posts = posts.filter(updated_at__gte=updated_since)
     return posts
-
-
-LIST_FIELDS = ("id", "channel_id", "title", "teaser", "slug", "publication_status", "created_at", "updated_at")
 
 
 class ChannelPostListView(APIView):
@@ -187,15 +185,18 @@ class ChannelPostListView(APIView):
     )
     def get(self, request, channel_id: int):
         filters = PostFilterSerializer.from_query(request.query_params)
-        channel = channel_get(
-            account_id=request.auth.account_id, channel_id=channel_id, queryset=Channel.objects.with_posts_count()
-        )
-        # Through the channel's manager every post gets this channel object (with its count)
-        # without a join or a query per post.
-        posts = filter_posts(channel.posts.only(*LIST_FIELDS), **filters).order_by("id")
+        channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, with_posts_count=True)
+        posts = filter_posts(Post.objects.filter(channel_id=channel.pk), **filters).order_by("id")
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(posts, request, view=self)
-        return paginator.get_paginated_response(PostListItemSerializer(page, many=True).data)
+        page = paginator.paginate_queryset(
+            posts.values_list(*own_columns(PostListItemSerializer)),
+            request,
+            view=self,
+            # Unfiltered, the page counts every post of the channel: the channel's lookup did.
+            count=None if filters else channel.posts_count,
+        )
+        rows = rows_with_channel(PostListItemSerializer, page, channel)
+        return paginator.get_paginated_response(PostListItemSerializer(rows, many=True).data)
 
 
 class ChannelPostDetailView(APIView):
@@ -212,13 +213,9 @@ class ChannelPostDetailView(APIView):
         tags=["posts"],
     )
     def get(self, request, channel_id: int, id: int):
-        channel = channel_get(
-            account_id=request.auth.account_id, channel_id=channel_id, queryset=Channel.objects.with_posts_count()
-        )
-        post = channel.posts.with_content().filter(pk=id).first()
-        if post is None:
-            raise NotFound(POST_NOT_FOUND)
-        return Response({"data": PostDetailSerializer(post).data})
+        channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, with_posts_count=True)
+        post = _post_detail(Post.objects.filter(channel_id=channel.pk, pk=id), {channel.pk: channel})
+        return Response({"data": post})
 
 
 class PostDetailView(APIView):
@@ -236,8 +233,7 @@ class PostDetailView(APIView):
         tags=["posts"],
     )
     def get(self, request, id: int):
-        post = _post_with_channel(Post.objects.of_account(request.auth.account_id), id)
-        return Response({"data": PostDetailSerializer(post).data})
+        return Response({"data": _post_detail(Post.objects.of_account(request.auth.account_id).filter(pk=id))})
 
 
 # --- the publishing workflow ---------------------------------------------------------------

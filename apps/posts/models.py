@@ -53,11 +53,6 @@ class PostQuerySet(models.QuerySet):
     def of_account(self, account_id: int) -> "PostQuerySet":
         return self.filter(channel__account_id=account_id)
 
-    def with_content(self) -> "PostQuerySet":
-        """What the single-post form and webhook payloads add to the list form: tags and media,
-        one query each for any number of posts."""
-        return self.prefetch_related("tags", "media")
-
 
 class Post(models.Model):
     # The optional texts are null when absent, not "": the spec's payloads show null for them, and

@@ -74,3 +74,12 @@ def test_api_key_find_checks_the_whole_secret():
     assert api_key_find(key.raw).pk == key.pk
     assert api_key_find(key.raw[:-1] + ("A" if key.raw[-1] != "A" else "B")) is None
     assert api_key_find("not-a-key") is None
+
+
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 10**30])
+def test_prepared_lookup_answers_none_for_an_integer_outside_the_columns_range(value, django_assert_num_queries):
+    by_id = PreparedLookup(ApiKey, "id", (1, 2), lambda pk: ApiKey.objects.filter(pk=pk)[:1])
+    with django_assert_num_queries(0):
+        assert by_id.first(value) is None
+    key = ApiKeyFactory()
+    assert by_id.first(key.pk).pk == key.pk
