@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import requests
 from django.conf import settings
 from django.db import connection
 from rest_framework.test import APIClient
@@ -273,6 +274,72 @@ def start_worker():
     yield start
     for worker in workers:
         worker.stop()
+
+
+WEB_PORTS = range(8500, 8600)
+
+
+def free_port_in(ports: range) -> int:
+    for port in ports:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1}")
+
+
+class WebProcess:
+    """gunicorn with the production config (config/gunicorn.py) on the test database, on a free port
+    in 8500-8599, in its own process group."""
+
+    def __init__(self, env: dict) -> None:
+        self.url = f"http://127.0.0.1:{free_port_in(WEB_PORTS)}"
+        self.env = {**os.environ, "DATABASE_URL": database_url(), "BIND": self.url.removeprefix("http://"), **env}
+        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "WebProcess":
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "config.wsgi"],
+            env=self.env, stdout=self.log, stderr=subprocess.STDOUT, cwd=settings.BASE_DIR, start_new_session=True,
+        )  # fmt: skip
+        wait_until(lambda: self._answers() or self.process.poll() is not None, timeout=30, step=0.1)
+        assert self.process.poll() is None, self.log_text()
+        return self
+
+    def _answers(self) -> bool:
+        try:
+            return requests.get(f"{self.url}/healthz", timeout=1).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def log_text(self) -> str:
+        return Path(self.log.name).read_text()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=30)
+        self.log.close()
+        Path(self.log.name).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def start_web():
+    """Start the production web process (environment variables as keyword arguments); stopped after the test."""
+    webs: list[WebProcess] = []
+
+    def start(**env) -> WebProcess:
+        web = WebProcess({name: str(value) for name, value in env.items()})
+        webs.append(web)
+        return web.start()
+
+    yield start
+    for web in webs:
+        web.stop()
 
 
 @pytest.fixture

@@ -1,15 +1,6 @@
 """PostgreSQL drops the connection of a running web process (a restart, a failover, an idle timeout):
 the next request still succeeds, because CONN_HEALTH_CHECKS replaces a dead persistent connection."""
 
-import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
 import pytest
 import requests
 from django.conf import settings
@@ -28,58 +19,20 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 
-PORTS = range(8500, 8600)
 APPLICATION_NAME = "cps-reliability-web"
 
 
-def free_port_in(ports: range) -> int:
-    for port in ports:
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1}")
-
-
 @pytest.fixture
-def web():
-    """gunicorn (the production web process: config/gunicorn.py) on the test database, with one worker
-    and one thread, so that every request uses the same persistent database connection."""
-    port = free_port_in(PORTS)
-    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"{database_url()}?application_name={APPLICATION_NAME}",
-        "CONN_MAX_AGE": "600",
-        "REDIS_URL": "",
-        "BIND": f"127.0.0.1:{port}",
-        "WEB_CONCURRENCY": "1",
-        "WEB_THREADS": "1",
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "config.wsgi"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=settings.BASE_DIR, start_new_session=True,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: _answers(base) or process.poll() is not None, timeout=30, step=0.1)
-        assert process.poll() is None, Path(log.name).read_text()
-        yield base
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
-        log.close()
-        Path(log.name).unlink(missing_ok=True)
-
-
-def _answers(base: str) -> bool:
-    try:
-        return requests.get(f"{base}/healthz", timeout=1).status_code == 200
-    except requests.RequestException:
-        return False
+def web(start_web):
+    """The production web process with one worker and one thread, so that every request uses the same
+    persistent database connection."""
+    return start_web(
+        DATABASE_URL=f"{database_url()}?application_name={APPLICATION_NAME}",
+        CONN_MAX_AGE=600,
+        REDIS_URL="",
+        WEB_CONCURRENCY=1,
+        WEB_THREADS=1,
+    ).url
 
 
 def web_backends() -> list[int]:
