@@ -57,7 +57,7 @@ def _rows_by(queryset: QuerySet, key: str, serializer_class: type) -> dict[int, 
 def post_rows(posts: QuerySet, serializer_class: type, channels: dict | None = None) -> list:
     """The posts of the queryset as rows for `serializer_class` (a form with channel, tags and
     media), in id order: four queries whatever their number, three when `channels` (id ->
-    channel in the list form) already holds their channels, two when there is no post.
+    channel in the list form) already holds their channels, one when there is no post.
 
     Channels that `channels` lacks are read with their account and added to it, so a caller
     rendering many batches reads each channel once.
