@@ -432,9 +432,9 @@ def bench_api(wrk_bin: str, duration: int) -> dict:
             for turn in range(SLICES):
                 pair = [(api, path), (floor, floor_path)]
                 for load, url in pair if turn % 2 == 0 else reversed(pair):
-                    before = cpu_snapshot(web.popen.pid)
+                    before = cpu_snapshot(web.popen.pid) if load is api else None
                     load.add(wrk(wrk_bin, seed["key"], url, max(1, duration // SLICES)))
-                    if load is api:
+                    if before is not None:
                         after = cpu_snapshot(web.popen.pid)
                         for role in ROLES:
                             cpu[role] += after[role] - before[role]

@@ -16,12 +16,9 @@ def channel_get(*, account_id: int, channel_id: int, with_posts_count: bool = Fa
     """The account's channel, or 404 `not_found`. Another account's channel is "not found" too,
     so a key never learns that it exists. `with_posts_count`: in the list form, with its team and
     `posts_count`."""
-    if with_posts_count:
-        channel = _listed_by_id.first(channel_id)
-        if channel is not None and channel.account_id != account_id:
-            channel = None
-    else:
-        channel = Channel.objects.of_account(account_id).filter(pk=channel_id).first()
+    channel = _listed_by_id.first(channel_id) if with_posts_count else Channel.objects.filter(pk=channel_id).first()
+    if channel is not None and channel.account_id != account_id:
+        channel = None
     if channel is None:
         raise NotFound(CHANNEL_NOT_FOUND)
     return channel

@@ -32,10 +32,9 @@ def own_columns(serializer_class: type) -> tuple[str, ...]:
 @cache
 def _row_type(serializer_class: type) -> type:
     """A plain row with the attributes a (ResponseSerializer) class renders: its own columns
-    first, in own_columns' order, then its nested forms."""
-    own = own_columns(serializer_class)
-    nested = [name for name in serializer_class._declared_fields if name not in own]
-    return namedtuple(f"{serializer_class.__name__}Row", [*own, *nested])
+    first, in own_columns' order, then the nested forms it has, in NESTED's order."""
+    nested = [name for name in NESTED if name in serializer_class._declared_fields]
+    return namedtuple(f"{serializer_class.__name__}Row", [*own_columns(serializer_class), *nested])
 
 
 def rows_with_channel(serializer_class: type, values: Iterable[tuple], channel: Channel) -> list:
@@ -77,12 +76,11 @@ def post_rows(posts: QuerySet, serializer_class: type, channels: dict | None = N
     # In the orders the single-post form uses: tags by name, media by position.
     tags = _rows_by(Tag.objects.filter(posts__in=ids).order_by("name", "id"), "posts__id", TagSerializer)
     media = _rows_by(Media.objects.filter(post__in=ids).order_by("position", "id"), "post_id", MediaSerializer)
-    row = _row_type(serializer_class)
-    rows = []
-    for (channel_id, *fields), pk in zip(values, ids, strict=True):
-        nested = {"channel": channels[channel_id], "tags": tags.get(pk, []), "media": media.get(pk, [])}
-        rows.append(row(*fields, *(nested[name] for name in row._fields[len(own) :])))
-    return rows
+    make = _row_type(serializer_class)._make
+    return [
+        make((*fields, channels[channel_id], tags.get(pk, []), media.get(pk, [])))
+        for (channel_id, *fields), pk in zip(values, ids, strict=True)
+    ]
 
 
 def posts_webhook_data(post_ids: Iterable[int], channels: dict | None = None) -> list[tuple[Channel, int, dict]]:
