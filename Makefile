@@ -2,15 +2,18 @@
 VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
-STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
+# requirements.txt: the runtime pins (production installs only these); requirements-dev.txt: the
+# test, lint and local-run tools on top (it starts with `-r requirements.txt`). Both are compiled
+# from the .in files by `make requirements`.
+STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 PORT   ?= 8000
 
-.PHONY: install run test lint format migrate clean bench
+.PHONY: install run test lint format migrate clean bench requirements
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -r requirements-dev.txt
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -36,10 +39,28 @@ bench: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# Recompile requirements.txt and requirements-dev.txt from the .in files. Existing pins are kept;
+# move them with e.g. `make requirements PIP_COMPILE_ARGS="--upgrade-package django"` (or --upgrade).
+# The dev file is constrained by the runtime pins, then loses them for `-r requirements.txt`.
+PIP_COMPILE_ARGS ?=
+PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make requirements" $(BIN)/pip-compile --quiet --strip-extras \
+	--no-emit-index-url --no-emit-find-links $(PIP_COMPILE_ARGS)
+
+requirements: install
+	$(PIP_COMPILE) --output-file requirements.txt requirements.in
+	$(PIP_COMPILE) --output-file requirements-dev.txt requirements-dev.in
+	awk 'FNR == NR { if (/^[A-Za-z0-9]/) { split($$0, f, "=="); pinned[f[1]] = 1 }; next } \
+		/^[A-Za-z0-9]/ { split($$0, f, "=="); skip = (f[1] in pinned); \
+			if (!included) { print "-r requirements.txt"; included = 1 } } \
+		!/^[ A-Za-z0-9]/ { skip = 0 } \
+		!skip' requirements.txt requirements-dev.txt > requirements-dev.txt.tmp
+	mv requirements-dev.txt.tmp requirements-dev.txt
 
 clean:
 	rm -rf $(VENV) var staticfiles db.sqlite3

@@ -465,7 +465,7 @@ def bench_webhooks(events: int = WEBHOOK_EVENTS) -> dict:
     import config.celery  # noqa: F401 - the Celery app the tasks are sent with
     from apps.channels.models import Channel, Team
     from apps.posts.models import Post, Tag
-    from apps.posts.payloads import posts_webhook_data
+    from apps.posts.serializers import posts_webhook_data
     from apps.webhooks.models import Delivery, DeliveryStatus, EventKind, WebhookEndpoint
     from apps.webhooks.services import EventInput, events_emit
 
@@ -698,15 +698,10 @@ def verdict(ok: bool) -> str:
 
 
 def api_notes(api: dict) -> list[str]:
-    """The profile of the API benchmark and, for the targets it missed, why."""
+    """The profile of the API benchmark and the targets it missed, as measured (explanations: docs/benchmarks.md)."""
     lines = [
         "Profile (bench/api_profile.py): CPU per request measured in-process (Django's test client, no "
-        "network), the endpoint and its floor taking turns. Where the two differ: the floor builds and "
-        "compiles its querysets through the ORM on every request, as a plain view does, and reads rows; the "
-        "API compiles the two lookups every request makes (the key, shared with the floor, and the channel "
-        "with its `posts_count`) once per process (`apps/api/prepared.py`), reads posts as rows "
-        "(`apps/posts/payloads.py`) and renders them with plans built once per serializer class "
-        "(`apps/api/rendering.py`); it pays DRF's dispatch, which the floor does not.",
+        "network), the endpoint and its floor taking turns.",
         "",
         "| Endpoint | API ms CPU | floor ms CPU | ratio |",
         "|---|---:|---:|---:|",
@@ -738,11 +733,7 @@ def api_notes(api: dict) -> list[str]:
         lines += ["", "**The misses.**", ""]
     if misses_ratio:
         lines.append(
-            "- Ratio below 0.8x: "
-            + "; ".join(f"`{row['endpoint']}` {row['ratio']:.2f}x" for row in misses_ratio)
-            + ". Compare the CPU table above: when it shows the endpoint at 0.8x or better, the difference "
-            "over HTTP is other load on the machine during that endpoint's slices; otherwise profile it with "
-            "py-spy (see bench/api_profile.py)."
+            "- Ratio below 0.8x: " + "; ".join(f"`{row['endpoint']}` {row['ratio']:.2f}x" for row in misses_ratio) + "."
         )
     if misses_p99:
         lines.append(
@@ -751,17 +742,12 @@ def api_notes(api: dict) -> list[str]:
                 f"`{row['endpoint']}` {row['api']['p99']:.0f} ms (floor {row['floor']['p99']:.0f} ms)"
                 for row in misses_p99
             )
-            + f". With {CONNECTIONS} connections always busy, every request waits for those ahead of it: the mean "
-            f"latency is {CONNECTIONS} / throughput (Little's law), "
+            + f". Mean latency at {CONNECTIONS} busy connections ({CONNECTIONS} / throughput): "
             + "; ".join(
                 f"{CONNECTIONS / row['api']['rps'] * 1000:.0f} ms at {row['api']['rps']:.0f} req/s"
                 for row in misses_p99
             )
-            + ", before any tail. A p99 under 100 ms at 32 connections needs well over 320 req/s with a narrow "
-            "spread. The CPU table above shows the ceiling these cores allow, with gunicorn, PostgreSQL, Redis "
-            "and wrk sharing them: the least mean latency it leaves is the p99 target or more for the posts "
-            "endpoints, and the floors miss the target too. Other gunicorn set-ups (gthread 2x2, 2x8, 4x8; 3, 4 "
-            "and 6 sync workers) kept the posts endpoints' p99 above 150 ms as well."
+            + "."
         )
     return [*lines, ""]
 
@@ -774,7 +760,7 @@ def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None) 
         f"({info['cpu']}), {info['memory_gib']} GiB memory; Python {info['python']}, Django {info['django']}, "
         f"PostgreSQL {info['postgres']}. Load average at start: "
         + ", ".join(f"{x:.2f}" for x in info["load_at_start"])
-        + " (the load generator, the servers, PostgreSQL and Redis all share these cores).",
+        + ".",
         "",
     ]
     if api:
@@ -789,8 +775,8 @@ def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None) 
             f"processes x {WEB_THREADS} threads (gthread). Floor: a plain Django view (bench/floor.py, no DRF) with "
             "the same key lookup, the same queries and byte-identical JSON, served by the same server and "
             f"middleware. Each endpoint and its floor take turns in {SLICES} slices of "
-            f"{max(1, api['duration'] // SLICES)} s (the first alternating), so that other load on the machine "
-            "weighs on both alike; latencies are merged from wrk's histograms. Load average before/after: "
+            f"{max(1, api['duration'] // SLICES)} s (the first alternating); latencies are merged from wrk's "
+            "histograms. Load average before/after: "
             f"{api['load'][0]:.2f}/{api['load'][1]:.2f}. Worker processes booted: {api['worker_boots']}.",
             "",
             "| Endpoint | req/s | p50 ms | p99 ms | floor req/s | floor p50 ms | floor p99 ms | ratio | non-2xx "

@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "apps.channels",
     "apps.posts",
     "apps.webhooks",
+    "apps.demo",
 ]
 
 MIDDLEWARE = [
@@ -188,12 +189,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
 }
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = Path(env.str("FILESYSTEM_BROKER_DIR", default=str(VAR_DIR / "broker")))
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        # kombu's exchange tables; its default is a `control/` folder in the working directory.
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")

@@ -7,7 +7,10 @@ from apps.api import health
 from apps.api.views import UnknownPathView
 
 v1 = [
-    path("", include("apps.api.urls")),
+    path("", include("apps.accounts.urls")),
+    path("", include("apps.channels.urls")),
+    path("", include("apps.posts.urls")),
+    path("", include("apps.users.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     # The split view serves its start-up script as a file, so the page needs no inline script (CSP).
     path("docs", SpectacularSwaggerSplitView.as_view(url_name="openapi"), name="docs"),
@@ -19,8 +22,8 @@ urlpatterns = [
     path(settings.ADMIN_URL, admin.site.urls),
     path("v1/", include(v1)),
     # Web pages: single sign-on, sign-in and invitations.
-    path("", include("apps.accounts.urls")),
-    path("", include("apps.users.urls")),
+    path("", include("apps.accounts.web_urls")),
+    path("", include("apps.users.web_urls")),
     re_path(r"^v\d+/", UnknownPathView.as_view()),
 ]
 

@@ -4,6 +4,7 @@ from django.utils import timezone
 
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, SsoTokenState
 from apps.accounts.services import api_key_create, api_key_revoke
+from apps.core.admin import run_on_selected
 
 
 @admin.register(Account)
@@ -77,10 +78,9 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected API keys")
     def revoke_selected(self, request, queryset):
-        count = 0
-        for api_key in queryset.filter(revoked_at__isnull=True):
-            api_key_revoke(api_key=api_key)
-            count += 1
+        count = run_on_selected(
+            self, request, queryset.filter(revoked_at__isnull=True), lambda api_key: api_key_revoke(api_key=api_key)
+        )
         self.message_user(request, f"Revoked {count} key(s) at {timezone.now():%Y-%m-%d %H:%M} UTC.")
 
 

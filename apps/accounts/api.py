@@ -11,13 +11,13 @@ from rest_framework.views import APIView
 
 from apps.accounts.models import LOCAL_PATH_PATTERN, Scope, validate_local_path
 from apps.accounts.services import sso_token_create
-from apps.api.exceptions import NotFound
 from apps.api.permissions import require_account_admin
-from apps.api.rendering import ResponseSerializer, UtcDateTimeField
 from apps.api.request_fields import StrictCharField, StrictEmailField, StrictSerializer
-from apps.api.schema import common_errors, error
-from apps.users.api import user_events
-from apps.users.models import USER_ID_MAX_DIGITS, User, parse_user_id
+from apps.api.schema import common_errors, error, user_events
+from apps.core.errors import NotFound
+from apps.core.serializers import ResponseSerializer, UtcDateTimeField
+from apps.users.models import USER_ID_MAX_DIGITS, parse_user_id
+from apps.users.selectors import user_of_account
 from apps.webhooks.models import EventKind
 
 
@@ -160,10 +160,9 @@ class SsoTokensView(APIView):
         body = SsoTokenCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         account = request.auth.account
-        if "email" in body.validated_data:
-            user = User.objects.filter(account=account, email__iexact=body.validated_data["email"]).first()
-        else:
-            user = User.objects.filter(account=account, pk=body.validated_data["user_id"]).first()
+        user = user_of_account(
+            account_id=account.pk, user_id=body.validated_data.get("user_id"), email=body.validated_data.get("email")
+        )
         if user is None:
             raise NotFound("No such user in this organization.")
         if user.pk != request.user.pk:

@@ -6,7 +6,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, hash_secret, validate_local_path
-from apps.api.exceptions import DomainError, Forbidden, Gone, InvalidInput, NotFound
+from apps.core.errors import DomainError, Forbidden, Gone, NotFound
+from apps.core.validation import field_error
 from apps.users.models import User
 
 
@@ -22,11 +23,11 @@ def api_key_create(
     """Create a key and return it with the full secret, which is shown to the caller only now."""
     unknown = sorted(set(scopes) - set(ALL_SCOPES))
     if unknown:
-        raise InvalidInput(f"Unknown scopes: {', '.join(unknown)}", details={"field": "scopes", "rule": "choice"})
+        raise field_error("scopes", "choice", f"Unknown scopes: {', '.join(unknown)}")
     if user.account_id != account.id:
-        raise InvalidInput("The key's user must belong to the key's account", details={"field": "user"})
+        raise field_error("user", "account", "The key's user must belong to the key's account")
     if not name.strip():
-        raise InvalidInput("A key needs a name", details={"field": "name", "rule": "required"})
+        raise field_error("name", "required", "A key needs a name")
     if expires_at is None:
         expires_at = timezone.now() + timedelta(days=settings.API_KEY_DEFAULT_TTL_DAYS)
     api_key = ApiKey(
@@ -71,7 +72,7 @@ def sso_token_create(
     try:
         validate_local_path(redirect_to)
     except ValidationError as exc:
-        raise InvalidInput(exc.messages[0], details={"field": "redirect_to", "rule": "local_path"}) from None
+        raise field_error("redirect_to", "local_path", exc.messages[0]) from None
     token = SsoToken(
         account=account,
         user=user,

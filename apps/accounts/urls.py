@@ -1,13 +1,10 @@
-"""Web pages (HTML, sessions) of the accounts app; the JSON API is in apps/api/urls.py."""
+"""The accounts app's /v1 endpoints (included from config/urls.py); its web pages are in web_urls.py."""
 
-from django.contrib.auth.views import LogoutView
 from django.urls import path
 
-from apps.accounts import views
+from apps.accounts.api import MeView, SsoTokensView
 
 urlpatterns = [
-    path("sso/login", views.sso_login, name="sso-login"),
-    path("account/", views.home, name="web-home"),
-    path("account/login/", views.SignInView.as_view(), name="web-login"),
-    path("account/logout/", LogoutView.as_view(next_page="web-login"), name="web-logout"),
+    path("me", MeView.as_view(), name="me"),
+    path("sso_tokens", SsoTokensView.as_view(), name="sso-tokens"),
 ]

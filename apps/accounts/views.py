@@ -10,7 +10,8 @@ from django.views.decorators.http import require_GET
 
 from apps.accounts.models import is_local_path
 from apps.accounts.services import sso_token_redeem
-from apps.api.exceptions import DomainError
+from apps.api.errors import status_of
+from apps.core.errors import DomainError
 from apps.users.models import LoginMethod
 from apps.users.services import user_record_login
 
@@ -24,7 +25,7 @@ def sso_login(request):
         token = sso_token_redeem(raw=request.GET.get("token", ""))
     except DomainError as exc:
         context = {"code": exc.code, "message": exc.message}
-        return render(request, "accounts/sso_error.html", context, status=exc.status_code)
+        return render(request, "accounts/sso_error.html", context, status=status_of(exc))
     login(request, token.user, backend="django.contrib.auth.backends.ModelBackend")
     user_record_login(user=token.user, via=LoginMethod.SSO)
     # Checked when the token was created; checked again because this is where an open redirect would happen.

@@ -3,8 +3,8 @@ from rest_framework import authentication, exceptions
 
 from apps.accounts.models import ApiKey, split_api_key
 from apps.accounts.services import api_key_touch
-from apps.api.prepared import PreparedLookup
 from apps.api.ratelimit import enforce_account_budget
+from apps.core.prepared import PreparedLookup
 
 INVALID_KEY_MESSAGE = "Invalid API key provided."
 

@@ -11,7 +11,8 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from apps.api.exceptions import DomainError
+from apps.core import errors as domain
+from apps.core.validation import validation_envelope
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,26 @@ STATUS_CODES = {
     500: "internal_error",
     503: "service_unavailable",
 }
+
+# The HTTP status of each kind of domain error: the one place where the domain meets HTTP.
+DOMAIN_STATUS: dict[type[domain.DomainError], int] = {
+    domain.InvalidInput: 400,
+    domain.Forbidden: 403,
+    domain.NotFound: 404,
+    domain.Conflict: 409,
+    domain.Gone: 410,
+    domain.Unavailable: 503,
+}
+# A rule of the domain that refuses an otherwise well-formed request.
+DOMAIN_STATUS_DEFAULT = 422
+
+
+def status_of(exc: domain.DomainError) -> int:
+    for kind in type(exc).__mro__:
+        if kind in DOMAIN_STATUS:
+            return DOMAIN_STATUS[kind]
+    return DOMAIN_STATUS_DEFAULT
+
 
 GENERIC_CODES = {"error", "invalid", "permission_denied", "not_authenticated", "authentication_failed"}
 
@@ -71,17 +92,14 @@ def flatten_validation_errors(detail, field: str | None = None) -> list[dict]:
 
 
 def validation_error_response(detail) -> Response:
-    errors = flatten_validation_errors(detail)
-    first = errors[0] if errors else {"field": None, "rule": "invalid", "message": "Invalid input."}
-    message = f"{first['field']}: {first['message']}" if first["field"] else first["message"]
-    details = {"field": first["field"], "rule": first["rule"], "errors": errors}
+    message, details = validation_envelope(flatten_validation_errors(detail))
     return error_response(400, "VALIDATION_ERROR", message, details)
 
 
 def exception_handler(exc, context):
     set_rollback()
-    if isinstance(exc, DomainError):
-        return error_response(exc.status_code, exc.code, exc.message, exc.details)
+    if isinstance(exc, domain.DomainError):
+        return error_response(status_of(exc), exc.code, exc.message, exc.details)
     if isinstance(exc, RequestDataTooBig):
         return error_response(413, STATUS_CODES[413], payload_too_large_message())
     if isinstance(exc, Http404):
@@ -92,12 +110,8 @@ def exception_handler(exc, context):
     if isinstance(exc, exceptions.ValidationError):
         return validation_error_response(exc.detail)
     if isinstance(exc, exceptions.ParseError):
-        return error_response(
-            400,
-            "VALIDATION_ERROR",
-            f"The request body is not valid JSON: {exc.detail}",
-            {"field": None, "rule": "json", "errors": [{"field": None, "rule": "json", "message": str(exc.detail)}]},
-        )
+        _, details = validation_envelope([{"field": None, "rule": "json", "message": str(exc.detail)}])
+        return error_response(400, "VALIDATION_ERROR", f"The request body is not valid JSON: {exc.detail}", details)
     if isinstance(exc, exceptions.APIException):
         headers = {}
         if getattr(exc, "auth_header", None):

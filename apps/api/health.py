@@ -1,11 +1,10 @@
 """Health checks for operators: no authentication, no rate limit, outside /v1."""
 
+from celery import current_app as celery_app
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-
-from config.celery import app as celery_app
 
 
 def _check_database() -> str:

@@ -1,8 +1,10 @@
 """OpenAPI pieces shared by every endpoint: the Bearer scheme and the error envelope."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, inline_serializer
+from drf_spectacular.utils import OpenApiCallback, OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
+
+from apps.users.serializers import UserEventSerializer
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -90,6 +92,26 @@ def common_errors(*, scope: bool = True, not_found: bool = False, bad_request: b
     if bad_request:
         responses[400] = BAD_REQUEST
     return responses
+
+
+# Webhook receivers are configured per account (Settings / Webhooks), not per request.
+WEBHOOK_URL = "{$your_webhook_url}"
+
+
+def user_events(*kinds: str) -> list[OpenApiCallback]:
+    """The user.* webhooks an operation sends, so the schema documents their bodies."""
+    return [
+        OpenApiCallback(
+            str(kind),
+            WEBHOOK_URL,
+            extend_schema(
+                summary=f"`{kind}`, sent to the account's webhook endpoints that subscribe to it",
+                request=UserEventSerializer,
+                responses={200: OpenApiResponse(description="Any 2xx status acknowledges the delivery.")},
+            ),
+        )
+        for kind in kinds
+    ]
 
 
 # --- The HTTP layer every operation shares (apps/api/middleware.py, apps/api/ratelimit.py) ---

@@ -5,49 +5,10 @@ from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
 from apps.api.pagination import PagePagination
-from apps.api.rendering import ResponseSerializer, UtcDateTimeField
 from apps.api.schema import common_errors
-from apps.channels.models import Channel, Platform
-from apps.channels.services import channel_get
-
-# Response-only serializers with explicit fields: they render prefetched rows and describe the
-# schema, nothing else (no model introspection, no per-item queries, no DRF per-field lookups).
-
-
-class TeamSerializer(ResponseSerializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-
-
-class ChannelRefSerializer(ResponseSerializer):
-    """The channel embedded in publish and unpublish responses."""
-
-    id = serializers.IntegerField()
-    title = serializers.CharField()
-    platform = serializers.ChoiceField(choices=Platform.choices)
-
-
-class ChannelSerializer(ChannelRefSerializer):
-    """The list form, also embedded in posts."""
-
-    team = TeamSerializer(allow_null=True, help_text="null when the channel has no team.")
-    posts_count = serializers.IntegerField(help_text="Number of posts in the channel, in any status.")
-
-    _last: tuple = (None, None)
-
-    def to_representation(self, instance) -> dict:
-        # The posts of a list page share one channel object: render it once per response.
-        if instance is not self._last[0]:
-            self._last = (instance, super().to_representation(instance))
-        return self._last[1]
-
-
-class ChannelDetailSerializer(ChannelSerializer):
-    """The single-channel form."""
-
-    created_at = UtcDateTimeField()
-    updated_at = UtcDateTimeField()
-    image_width = serializers.IntegerField(help_text="Default image width for the channel, in pixels.")
+from apps.channels.models import Channel
+from apps.channels.selectors import channel_get
+from apps.channels.serializers import ChannelDetailSerializer, ChannelSerializer
 
 
 class ChannelResponseSerializer(serializers.Serializer):

@@ -5,9 +5,9 @@ change), status and schedule through post_set_status, the `api` workflow through
 from django import forms
 from django.contrib import admin, messages
 from django.db import models
-from django.http import HttpResponseRedirect
 
-from apps.api.exceptions import DomainError
+from apps.core.admin import DomainErrorsAsMessages, run_on_selected
+from apps.core.errors import DomainError
 from apps.posts.models import ApiPublication, Media, Post, Tag
 from apps.posts.services import (
     CONTENT_FIELDS,
@@ -102,7 +102,7 @@ def media_inputs(formset) -> list[MediaInput]:
 
 
 @admin.register(Post)
-class PostAdmin(admin.ModelAdmin):
+class PostAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
     form = PostForm
     inlines = [MediaInline, ApiPublicationInline]
     list_display = (
@@ -134,15 +134,6 @@ class PostAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         # A post stays in its channel: its status and record depend on the channel's platform.
         return (*self.readonly_fields, "channel") if obj else self.readonly_fields
-
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
-        except DomainError as exc:
-            # A rule the form could not check beforehand (say a slug taken a moment ago): the
-            # whole save was rolled back.
-            self.message_user(request, f"Nothing was saved: {exc.message}", messages.ERROR)
-            return HttpResponseRedirect(request.get_full_path())
 
     def save_model(self, request, obj, form, change):
         """Saved in save_related, through the services, once the inlines are known too."""
@@ -180,18 +171,8 @@ class PostAdmin(admin.ModelAdmin):
         return [{"changed": {"fields": changed}}] if changed else []
 
     def _run_on_selected(self, request, queryset, service, done: str):
-        succeeded, failed = 0, []
-        for post in queryset.select_related("channel__account"):
-            try:
-                service(post)
-            except DomainError as exc:
-                failed.append(f"“{post.title}”: {exc.message}")
-            else:
-                succeeded += 1
-        if succeeded:
-            self.message_user(request, f"{succeeded} post(s) {done}.")
-        for failure in failed:
-            self.message_user(request, failure, messages.ERROR)
+        selected = queryset.select_related("channel__account")
+        run_on_selected(self, request, selected, service, done=f"{{count}} post(s) {done}.", label=_quoted_title)
 
     @admin.action(description="Hand over to the external system (publishing_pending; api channels)")
     def mark_publishing_pending(self, request, queryset):
@@ -206,6 +187,10 @@ class PostAdmin(admin.ModelAdmin):
     @admin.action(description="Unpublish to draft (as the unpublish endpoint; api channels)")
     def unpublish(self, request, queryset):
         self._run_on_selected(request, queryset, _as_the_endpoint(post_unpublish), "unpublished")
+
+
+def _quoted_title(post: Post) -> str:
+    return f"“{post.title}”"
 
 
 def _as_the_endpoint(service):

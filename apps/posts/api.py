@@ -5,79 +5,32 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
-from apps.api.exceptions import NotFound
 from apps.api.pagination import PagePagination
-from apps.api.rendering import ResponseSerializer, UtcDateTimeField
 from apps.api.request_fields import StrictCharField, StrictSerializer
 from apps.api.schema import common_errors, error
-from apps.channels.api import ChannelRefSerializer, ChannelSerializer
-from apps.channels.services import channel_get
+from apps.channels.selectors import channel_get
+from apps.core.errors import NotFound
 from apps.posts.models import (
     EXTERNAL_ID_MAX_LENGTH,
     TAG_NAME_MAX_LENGTH,
     URL_MAX_LENGTH,
-    MediaKind,
     Post,
     PostQuerySet,
     PublicationStatus,
     http_url_validator,
 )
-from apps.posts.payloads import own_columns, post_rows, rows_with_channel
+from apps.posts.selectors import filter_posts
+from apps.posts.serializers import (
+    PostDetailSerializer,
+    PostListItemSerializer,
+    PostWorkflowResultSerializer,
+    own_columns,
+    post_rows,
+    rows_with_channel,
+)
 from apps.posts.services import POST_NOT_FOUND, post_publish, post_unpublish
 
 # --- response forms ------------------------------------------------------------------------------
-
-
-class TagSerializer(ResponseSerializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-
-
-class MediaSerializer(ResponseSerializer):
-    id = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=MediaKind.choices)
-    url = serializers.CharField()
-    alt_text = serializers.CharField(help_text="Empty when not given.")
-    width = serializers.IntegerField(allow_null=True, help_text="Pixels; null when not known.")
-    height = serializers.IntegerField(allow_null=True, help_text="Pixels; null when not known.")
-
-
-class PostListItemSerializer(ResponseSerializer):
-    """The list form (no `body`)."""
-
-    id = serializers.IntegerField()
-    title = serializers.CharField()
-    teaser = serializers.CharField(allow_null=True, help_text="Short summary; null when the post has none.")
-    slug = serializers.CharField(allow_null=True, help_text="URL-safe identifier, unique in the channel; or null.")
-    publication_status = serializers.ChoiceField(choices=PublicationStatus.choices)
-    created_at = UtcDateTimeField()
-    updated_at = UtcDateTimeField()
-    channel = ChannelSerializer()
-
-
-class PostContentSerializer(PostListItemSerializer):
-    """The post with its content: the `data.post` of webhook deliveries."""
-
-    body = serializers.CharField(help_text="Markdown.")
-    published_at = UtcDateTimeField(allow_null=True)
-    meta_title = serializers.CharField(allow_null=True)
-    meta_description = serializers.CharField(allow_null=True)
-    tags = TagSerializer(many=True)
-    media = MediaSerializer(many=True)
-
-
-class PostDetailSerializer(PostContentSerializer):
-    """The single-post form."""
-
-    external_id = serializers.CharField(allow_null=True, help_text="Set by the publish call on `api` channels.")
-    external_url = serializers.CharField(allow_null=True, help_text="Set by the publish call on `api` channels.")
-
-
-class PostWorkflowResultSerializer(PostDetailSerializer):
-    """The post returned by publish and unpublish: the single-post form whose channel has only
-    `id`, `title` and `platform`."""
-
-    channel = ChannelRefSerializer()
 
 
 class PostResponseSerializer(serializers.Serializer):
@@ -139,18 +92,6 @@ class PostFilterSerializer(serializers.Serializer):
         serializer = cls(data=data)
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
-
-
-def filter_posts(
-    posts: PostQuerySet, *, publication_status: list[str] | None = None, tag: str | None = None, updated_since=None
-) -> PostQuerySet:
-    if publication_status:
-        posts = posts.filter(publication_status__in=publication_status)
-    if tag:
-        posts = posts.filter(tags__name=tag)
-    if updated_since:
-        posts = posts.filter(updated_at__gte=updated_since)
-    return posts
 
 
 class ChannelPostListView(APIView):

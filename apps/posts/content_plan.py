@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from apps.channels.models import Platform
 from apps.posts.models import ApiPublication, Post, PublicationStatus
-from apps.posts.payloads import posts_webhook_data
+from apps.posts.serializers import posts_webhook_data
 from apps.webhooks.models import EventKind
 from apps.webhooks.services import EventInput, events_emit
 

@@ -2,21 +2,22 @@
 first, so two requests on the same post (two publish calls, an admin save beside an API call)
 run one after the other and the second sees what the first did."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils import timezone
 
 from apps.accounts.models import Account
-from apps.api.exceptions import DomainError, InvalidInput, NotFound
 from apps.channels.models import Channel
-from apps.channels.services import channel_get
+from apps.channels.selectors import channel_get
+from apps.core.errors import DomainError, NotFound
+from apps.core.validation import field_error, invalid_from_django
 from apps.posts.models import POST_STATE_FIELDS, ApiPublication, Media, Post, PublicationStatus, Tag
-from apps.posts.payloads import post_webhook_data
+from apps.posts.serializers import post_webhook_data
 from apps.webhooks.models import EventKind
 from apps.webhooks.services import event_emit
 
@@ -54,31 +55,6 @@ class MediaInput:
 MEDIA_INPUT_FIELDS: Final = ("url", "kind", "alt_text", "width", "height")
 
 
-def invalid_input(exc: ValidationError, prefix: str = "") -> InvalidInput:
-    """A Django ValidationError as the domain's 400, with the envelope's `details` shape."""
-    errors = [
-        {
-            "field": None if field == NON_FIELD_ERRORS else f"{prefix}{field}",
-            "rule": error.code or "invalid",
-            "message": message,
-        }
-        for field, field_errors in exc.error_dict.items()
-        for error in field_errors
-        for message in error.messages
-    ]
-    return _invalid(errors)
-
-
-def field_error(field: str, rule: str, message: str) -> InvalidInput:
-    return _invalid([{"field": field, "rule": rule, "message": message}])
-
-
-def _invalid(errors: list[dict]) -> InvalidInput:
-    first = errors[0]
-    message = f"{first['field']}: {first['message']}" if first["field"] else first["message"]
-    return InvalidInput(message, details={"field": first["field"], "rule": first["rule"], "errors": errors})
-
-
 def _validate(instance: models.Model, fields: Iterable[str], prefix: str = "") -> None:
     """Run the model's own field validators and constraints on `fields` only."""
     names = set(fields)
@@ -86,7 +62,7 @@ def _validate(instance: models.Model, fields: Iterable[str], prefix: str = "") -
     try:
         instance.full_clean(exclude=exclude)
     except ValidationError as exc:
-        raise invalid_input(exc, prefix) from None
+        raise invalid_from_django(exc, prefix) from None
 
 
 def _locked_post(post_id: int) -> Post:
@@ -326,18 +302,91 @@ def post_unpublish(*, post_id: int, channel_id: int, account: Account) -> Post:
 
 # --- status changes made by editors (the admin) ------------------------------------------------
 
+Step = Callable[[Post, datetime | None], Post]
+ANY: Final = "*"
+
+
+def _hand_over(post: Post, scheduled_at: datetime | None) -> Post:
+    return post_mark_publishing_pending(post_id=post.pk)
+
+
+def _confirm(post: Post, scheduled_at: datetime | None) -> Post:
+    return post_publish(post_id=post.pk, channel_id=post.channel_id, account=post.channel.account)
+
+
+def _revert(post: Post, scheduled_at: datetime | None) -> Post:
+    return post_unpublish(post_id=post.pk, channel_id=post.channel_id, account=post.channel.account)
+
+
+def _refuse(post: Post, scheduled_at: datetime | None) -> Post:
+    raise _only_api_platform()
+
+
+def _set(status: str) -> Step:
+    """Put the post straight into `status` (every field of the state with it)."""
+
+    def step(post: Post, scheduled_at: datetime | None) -> Post:
+        if status == PublicationStatus.DRAFT:
+            post.mark_draft()
+        elif status == PublicationStatus.SCHEDULED:
+            post.mark_scheduled(at=scheduled_at)
+        else:
+            post.mark_published(at=timezone.now())
+        post.save(update_fields=POST_STATE_FIELDS)
+        return post
+
+    return step
+
+
+def _then(*steps: Step) -> Step:
+    def step(post: Post, scheduled_at: datetime | None) -> Post:
+        for each in steps:
+            post = each(post, scheduled_at)
+        return post
+
+    return step
+
+
+def _sending(kind: str, change: Step) -> Step:
+    """A change that is itself the event: an editor's publish or take-down on a direct channel."""
+
+    def step(post: Post, scheduled_at: datetime | None) -> Post:
+        post = change(post, scheduled_at)
+        _emit(kind, post)
+        return post
+
+    return step
+
+
+_S = PublicationStatus
+# What an editor's change of status (from, to) does, by how the channel publishes; a row for
+# (from, to) wins over the row for (ANY, to). On `api` channels the workflow's own transitions
+# run through the workflow functions above, so their rules and events apply whoever triggers
+# them. Other channels publish directly; `publishing_pending` does not exist there.
+EXTERNAL_TRANSITIONS: Final[dict[tuple[str, str], Step]] = {
+    (ANY, _S.PUBLISHING_PENDING): _hand_over,
+    (ANY, _S.PUBLISHED): _confirm,
+    (_S.PUBLISHED, _S.DRAFT): _revert,
+    (_S.PUBLISHED, _S.SCHEDULED): _then(_revert, _set(_S.SCHEDULED)),
+    (ANY, _S.DRAFT): _set(_S.DRAFT),
+    (ANY, _S.SCHEDULED): _set(_S.SCHEDULED),
+}
+DIRECT_TRANSITIONS: Final[dict[tuple[str, str], Step]] = {
+    (ANY, _S.PUBLISHING_PENDING): _refuse,
+    (ANY, _S.PUBLISHED): _sending(EventKind.POST_PUBLISHED, _set(_S.PUBLISHED)),
+    (_S.PUBLISHED, _S.DRAFT): _sending(EventKind.POST_UNPUBLISHED, _set(_S.DRAFT)),
+    (_S.PUBLISHED, _S.SCHEDULED): _sending(EventKind.POST_UNPUBLISHED, _set(_S.SCHEDULED)),
+    (ANY, _S.DRAFT): _set(_S.DRAFT),
+    (ANY, _S.SCHEDULED): _set(_S.SCHEDULED),
+}
+
 
 @transaction.atomic
 def post_set_status(
     *, post_id: int, status: str, scheduled_at: datetime | None = None, allow_past: bool = False
 ) -> Post:
-    """An editor sets a post's status and planned time.
-
-    On `api` channels the workflow's own transitions run through the workflow functions above,
-    so their rules (and events) apply whoever triggers them: -> `publishing_pending` hands the
-    post over, `publishing_pending` -> `published` confirms it, leaving `published` unpublishes
-    it. Other channels publish directly; `publishing_pending` does not exist there.
-    """
+    """An editor sets a post's status and planned time; what the change does is in the
+    transition tables above."""
     post = _locked_post(post_id)
     if status not in PublicationStatus.values:
         raise field_error("publication_status", "invalid_choice", f"Unknown status {status!r}.")
@@ -360,29 +409,6 @@ def post_set_status(
     current = post.publication_status
     if status == current:
         return post
-    channel = post.channel
-    if not channel.publishes_externally:
-        if status == PublicationStatus.PUBLISHING_PENDING:
-            raise _only_api_platform()
-    elif status == PublicationStatus.PUBLISHING_PENDING:
-        return post_mark_publishing_pending(post_id=post.pk)
-    elif status == PublicationStatus.PUBLISHED:
-        return post_publish(post_id=post.pk, channel_id=channel.pk, account=channel.account)
-    elif current == PublicationStatus.PUBLISHED:
-        post = post_unpublish(post_id=post.pk, channel_id=channel.pk, account=channel.account)
-        if status == PublicationStatus.DRAFT:
-            return post
-    was_published = post.publication_status == PublicationStatus.PUBLISHED
-    if status == PublicationStatus.DRAFT:
-        post.mark_draft()
-    elif status == PublicationStatus.SCHEDULED:
-        post.mark_scheduled(at=scheduled_at)
-    else:
-        post.mark_published(at=timezone.now())
-    post.save(update_fields=POST_STATE_FIELDS)
-    # Channels that publish directly: an editor's publish or take-down is the event itself.
-    if status == PublicationStatus.PUBLISHED:
-        _emit(EventKind.POST_PUBLISHED, post)
-    elif was_published:
-        _emit(EventKind.POST_UNPUBLISHED, post)
-    return post
+    transitions = EXTERNAL_TRANSITIONS if post.channel.publishes_externally else DIRECT_TRANSITIONS
+    step = transitions.get((current, status)) or transitions[(ANY, status)]
+    return step(post, scheduled_at)

@@ -1,11 +1,15 @@
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db import transaction
 
-from apps.api.admin import DomainErrorsAsMessages
-from apps.api.exceptions import DomainError
+from apps.core.admin import DomainErrorsAsMessages, run_on_selected
 from apps.users.models import Permission, Status, User
 from apps.users.services import UPDATABLE_FIELDS, user_create, user_delete, user_invite, user_update
+
+
+def _email(user: User) -> str:
+    return user.email
+
 
 # Flags without rules of their own, saved as they are.
 PLAIN_FIELDS = ("is_staff", "is_superuser")
@@ -119,15 +123,7 @@ class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
                 user_delete(user=user)
 
     def _each(self, request, queryset, change, done: str) -> None:
-        count = 0
-        for user in queryset:
-            try:
-                change(user)
-                count += 1
-            except DomainError as exc:
-                self.message_user(request, exc.message, level=messages.ERROR)
-        if count:
-            self.message_user(request, f"{done} {count} user(s).")
+        run_on_selected(self, request, queryset, change, done=f"{done} {{count}} user(s).", label=_email)
 
     @admin.action(description="Suspend selected users")
     def suspend_selected(self, request, queryset):

@@ -3,8 +3,7 @@ to the key's account. No API scope is needed (the spec states none); "admin only
 owner has role admin."""
 
 from django.conf import settings
-from django.db.models import Q
-from drf_spectacular.utils import OpenApiCallback, OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
@@ -13,7 +12,7 @@ from rest_framework.views import APIView
 from apps.api.pagination import PagePagination
 from apps.api.permissions import HasRequiredScope, IsAccountAdmin, require_account_admin
 from apps.api.request_fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSerializer
-from apps.api.schema import common_errors, error
+from apps.api.schema import common_errors, error, user_events
 from apps.users.models import (
     LANGUAGE_TAG,
     LANGUAGE_TAG_MAX_LENGTH,
@@ -22,17 +21,16 @@ from apps.users.models import (
     Role,
     Status,
     User,
-    parse_user_id,
     timezone_names,
     validate_language,
     validate_metadata,
     validate_timezone,
 )
+from apps.users.selectors import user_of_account, users_of_account
 from apps.users.serializers import (
     ProfileSerializer,
     UserCreatedSerializer,
     UserDetailSerializer,
-    UserEventSerializer,
     UserListItemSerializer,
 )
 from apps.users.services import profile_update, user_create, user_delete, user_update
@@ -46,25 +44,6 @@ LAST_ADMIN = error(
 )
 EMAIL_TAKEN = error("A user with this e-mail already exists.", "email_taken")
 INVITATION_NOT_SENT = error("The invitation e-mail could not be sent; nothing was created.", "invitation_not_sent")
-
-# Webhook receivers are configured per account (Settings / Webhooks), not per request.
-WEBHOOK_URL = "{$your_webhook_url}"
-
-
-def user_events(*kinds: str) -> list[OpenApiCallback]:
-    """The user.* webhooks an operation sends, so the schema documents their bodies."""
-    return [
-        OpenApiCallback(
-            str(kind),
-            WEBHOOK_URL,
-            extend_schema(
-                summary=f"`{kind}`, sent to the account's webhook endpoints that subscribe to it",
-                request=UserEventSerializer,
-                responses={200: OpenApiResponse(description="Any 2xx status acknowledges the delivery.")},
-            ),
-        )
-        for kind in kinds
-    ]
 
 
 class UsersPagination(PagePagination):
@@ -90,8 +69,7 @@ class UsersPagination(PagePagination):
 
 def account_user(request, user_id: str) -> User:
     """The user with this id in the key's account; another organization's user is not found."""
-    pk = parse_user_id(user_id)
-    user = User.objects.select_related("account").filter(pk=pk, account=request.auth.account).first() if pk else None
+    user = user_of_account(account_id=request.auth.account_id, user_id=user_id)
     if user is None:
         raise NotFound()
     return user
@@ -213,14 +191,7 @@ class UsersView(generics.ListAPIView):
     def get_queryset(self):
         filters = UserFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
-        users = User.objects.filter(account=self.request.auth.account).order_by("id")
-        if role := filters.validated_data.get("role"):
-            users = users.filter(role=role)
-        if status_ := filters.validated_data.get("status"):
-            users = users.filter(status=status_)
-        if search := filters.validated_data.get("search", "").strip():
-            users = users.filter(Q(name__icontains=search) | Q(email__icontains=search))
-        return users
+        return users_of_account(account_id=self.request.auth.account_id, **filters.validated_data)
 
     @extend_schema(
         operation_id="users_list",

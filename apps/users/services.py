@@ -16,7 +16,8 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 from apps.accounts.models import Account
-from apps.api.exceptions import Conflict, DomainError, InvalidInput, Unavailable
+from apps.core.errors import Conflict, DomainError, Unavailable
+from apps.core.validation import invalid_from_django
 from apps.users.models import Role, Status, User, canonical_permissions
 from apps.users.serializers import user_payload
 from apps.webhooks.models import EventKind
@@ -51,17 +52,7 @@ def _validate(user: User, fields: Iterable[str]) -> None:
     try:
         user.clean_fields(exclude=[f.name for f in User._meta.fields if f.name not in fields])
     except ValidationError as exc:
-        errors = [
-            {"field": field, "rule": error.code or "invalid", "message": message}
-            for field, items in exc.error_dict.items()
-            for error in items
-            for message in error.messages
-        ]
-        first = errors[0]
-        raise InvalidInput(
-            f"{first['field']}: {first['message']}",
-            details={"field": first["field"], "rule": first["rule"], "errors": errors},
-        ) from None
+        raise invalid_from_django(exc) from None
 
 
 def _lock(user: User) -> User:

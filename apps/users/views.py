@@ -4,7 +4,7 @@ from django.contrib.auth.forms import SetPasswordForm
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
-from apps.api.exceptions import DomainError
+from apps.core.errors import DomainError
 from apps.users.services import invitation_accept, invitation_user
 
 

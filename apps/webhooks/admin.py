@@ -1,12 +1,12 @@
 import uuid
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.html import format_html
 
-from apps.api.exceptions import DomainError
+from apps.core.admin import run_on_selected
 from apps.webhooks import services
 from apps.webhooks.models import SUBSCRIBABLE_EVENTS, Attempt, Delivery, DeliveryStatus, WebhookEndpoint
 
@@ -32,6 +32,10 @@ class WebhookEndpointForm(forms.ModelForm):
         if problem:
             raise forms.ValidationError(problem)
         return url
+
+
+def _url(endpoint: WebhookEndpoint) -> str:
+    return endpoint.url
 
 
 class ResendFailedForm(forms.Form):
@@ -70,15 +74,18 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
 
     @admin.action(description="Send a test event (webhook.test)")
     def send_test_event(self, request, queryset):
-        for endpoint in queryset:
-            services.endpoint_send_test(endpoint=endpoint)
-        self.message_user(request, f"Test event queued for {queryset.count()} endpoint(s); see Deliveries.")
+        self._each(
+            request, queryset, services.endpoint_send_test, "Test event queued for {count} endpoint(s); see Deliveries."
+        )
 
     @admin.action(description="Rotate signing secret")
     def rotate_secret(self, request, queryset):
-        for endpoint in queryset:
-            services.endpoint_rotate_secret(endpoint=endpoint)
-        self.message_user(request, f"Rotated the secret of {queryset.count()} endpoint(s); receivers need the new one.")
+        self._each(
+            request,
+            queryset,
+            services.endpoint_rotate_secret,
+            "Rotated the secret of {count} endpoint(s); receivers need the new one.",
+        )
 
     @admin.action(description="Re-send all failed deliveries since a date")
     def resend_failed(self, request, queryset):
@@ -98,19 +105,22 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
             {**self.admin_site.each_context(request), "form": form, "endpoints": queryset, "opts": self.model._meta},
         )
 
+    def _each(self, request, queryset, service, done: str | None = None) -> None:
+        """Run `service(endpoint=...)` on each selected endpoint (see run_on_selected)."""
+        run_on_selected(self, request, queryset, lambda endpoint: service(endpoint=endpoint), done=done, label=_url)
+
     def _set_enabled(self, request, queryset, enabled: bool):
-        for endpoint in queryset:
-            try:
-                services.endpoint_save(
-                    endpoint=endpoint,
-                    account=endpoint.account,
-                    url=endpoint.url,
-                    events=endpoint.events,
-                    enabled=enabled,
-                    description=endpoint.description,
-                )
-            except DomainError as exc:
-                self.message_user(request, f"{endpoint.url}: {exc.message}", level=messages.ERROR)
+        def save(*, endpoint: WebhookEndpoint) -> None:
+            services.endpoint_save(
+                endpoint=endpoint,
+                account=endpoint.account,
+                url=endpoint.url,
+                events=endpoint.events,
+                enabled=enabled,
+                description=endpoint.description,
+            )
+
+        self._each(request, queryset, save)
 
     @admin.action(description="Enable selected endpoints")
     def enable(self, request, queryset):

@@ -20,8 +20,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.accounts.models import Account
-from apps.api.exceptions import InvalidInput
-from apps.api.rendering import compact_json
+from apps.core.json import compact_json
+from apps.core.validation import field_error
 from apps.webhooks import transport
 from apps.webhooks.models import (
     SUBSCRIBABLE_EVENTS,
@@ -374,10 +374,10 @@ def endpoint_resend_failed(*, endpoint: WebhookEndpoint, since: datetime) -> int
 def _validate(url: str, events: list[str]) -> None:
     problem = transport.check_url(url)
     if problem:
-        raise InvalidInput(problem, details={"field": "url", "rule": "webhook_target"})
+        raise field_error("url", "webhook_target", problem)
     unknown = sorted(set(events) - set(SUBSCRIBABLE_EVENTS))
     if unknown:
-        raise InvalidInput(f"Unknown events: {', '.join(unknown)}", details={"field": "events", "rule": "choice"})
+        raise field_error("events", "choice", f"Unknown events: {', '.join(unknown)}")
 
 
 @transaction.atomic

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from apps.accounts.models import ApiKey
 from apps.accounts.services import api_key_create, api_key_revoke
-from apps.api.exceptions import InvalidInput
+from apps.core.errors import InvalidInput
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ from django.db import transaction
 
 from apps.accounts.models import ApiKey
 from apps.api.authentication import api_key_find
-from apps.api.prepared import PreparedLookup
+from apps.core.prepared import PreparedLookup
 from apps.webhooks.models import Delivery
 from apps.webhooks.services import event_emit
 from tests.factories import ApiKeyFactory, WebhookEndpointFactory

@@ -12,7 +12,8 @@ from django.utils.translation import gettext_lazy
 from rest_framework import renderers, serializers
 from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
-from apps.api.rendering import JSONRenderer, ResponseSerializer, UtcDateTimeField
+from apps.api.rendering import JSONRenderer
+from apps.core.serializers import ResponseSerializer, UtcDateTimeField
 
 # --- the renderer ---------------------------------------------------------------------------------
 

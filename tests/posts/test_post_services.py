@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.api.exceptions import DomainError, InvalidInput, NotFound
+from apps.core.errors import DomainError, InvalidInput, NotFound
 from apps.posts.models import ApiPublication, Media, Post
 from apps.posts.services import (
     MediaInput,

@@ -3,7 +3,7 @@ import json
 import pytest
 from django.utils import timezone
 
-from apps.posts.payloads import post_webhook_data
+from apps.posts.serializers import post_webhook_data
 from tests.factories import ApiPublicationFactory, ChannelFactory, MediaFactory, PostFactory, TagFactory
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from apps.api.exceptions import DomainError
+from apps.core.errors import DomainError
 from apps.users import services
 from apps.users.models import Role, Status, User
 from apps.users.services import user_delete, user_update

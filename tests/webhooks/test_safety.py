@@ -1,6 +1,6 @@
 import pytest
 
-from apps.api.exceptions import InvalidInput
+from apps.core.errors import InvalidInput
 from apps.webhooks import transport
 from apps.webhooks.services import delivery_attempt, endpoint_save
 from tests.factories import WebhookEndpointFactory

@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Account
 from apps.accounts.services import api_key_create
-from apps.api.exceptions import DomainError
+from apps.core.errors import DomainError
 from apps.users.models import User
 
 

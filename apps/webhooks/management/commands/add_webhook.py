@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.accounts.models import Account
-from apps.api.exceptions import DomainError
+from apps.core.errors import DomainError
 from apps.webhooks.services import endpoint_save
 
 

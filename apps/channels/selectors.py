@@ -1,6 +1,8 @@
-from apps.api.exceptions import NotFound
-from apps.api.prepared import PreparedLookup
+"""Reads of channels that more than one caller shares."""
+
 from apps.channels.models import Channel
+from apps.core.errors import NotFound
+from apps.core.prepared import PreparedLookup
 
 CHANNEL_NOT_FOUND = "Resource not found."
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey, Plan, Scope
 from apps.accounts.services import api_key_create, api_key_revoke
-from apps.posts.demo import seed_content
+from apps.demo.content import seed_content
 from apps.users.models import Role, User, default_permissions_for
 
 DEMO_KEY_PREFIX = "demo:"

@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from apps.accounts.models import Account
-from apps.api.demo import seed_demo
+from apps.demo.seed import seed_demo
 
 
 class Command(BaseCommand):

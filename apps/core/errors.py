@@ -1,9 +1,13 @@
-"""Domain errors raised by services. The API's exception handler renders them in the envelope;
-the admin and management commands show their message."""
+"""Domain errors raised by services: a code, a message and optional details, nothing of HTTP.
+
+The API's exception handler (apps/api/errors.py) is the one place that gives each kind its HTTP
+status; the admin and management commands show the message.
+"""
 
 
 class DomainError(Exception):
-    status_code = 422
+    """A rule of the domain refuses the change (the API answers 422)."""
+
     code = "domain_error"
 
     def __init__(self, message: str, *, code: str | None = None, details: dict | None = None):
@@ -15,34 +19,28 @@ class DomainError(Exception):
 
 
 class NotFound(DomainError):
-    status_code = 404
     code = "not_found"
 
 
 class Conflict(DomainError):
-    status_code = 409
     code = "conflict"
 
 
 class InvalidInput(DomainError):
     """Input that passed the API's shape checks but breaks a domain rule (for commands and admin)."""
 
-    status_code = 400
     code = "VALIDATION_ERROR"
 
 
 class Forbidden(DomainError):
-    status_code = 403
     code = "permission_denied"
 
 
 class Gone(DomainError):
-    status_code = 410
     code = "gone"
 
 
 class Unavailable(DomainError):
     """A service the change depends on (the mail server, for example) did not answer; nothing was changed."""
 
-    status_code = 503
     code = "service_unavailable"

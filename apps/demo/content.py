@@ -1,4 +1,4 @@
-"""Demo channels and posts of one account, for `seed_demo` (apps/api/demo.py).
+"""Demo channels and posts of one account, for `seed_demo` (apps/demo/seed.py).
 
 Running it again finds everything by name or slug instead of adding more, and puts the posts of
 the `api` channel back into their documented states, so the publish walkthrough of the README

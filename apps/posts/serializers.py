@@ -1,0 +1,110 @@
+"""How posts look from outside: the API's list, single-post and workflow forms, and the `data.post`
+of webhook deliveries (the post with its content), rendered from the rows of selectors.post_rows."""
+
+from collections.abc import Iterable
+from functools import cache
+
+from rest_framework import serializers
+from rest_framework.serializers import BaseSerializer
+
+from apps.channels.models import Channel
+from apps.channels.serializers import ChannelRefSerializer, ChannelSerializer
+from apps.core.serializers import ResponseSerializer, UtcDateTimeField
+from apps.posts import selectors
+from apps.posts.models import MediaKind, Post, PublicationStatus
+
+
+class TagSerializer(ResponseSerializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class MediaSerializer(ResponseSerializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=MediaKind.choices)
+    url = serializers.CharField()
+    alt_text = serializers.CharField(help_text="Empty when not given.")
+    width = serializers.IntegerField(allow_null=True, help_text="Pixels; null when not known.")
+    height = serializers.IntegerField(allow_null=True, help_text="Pixels; null when not known.")
+
+
+class PostListItemSerializer(ResponseSerializer):
+    """The list form (no `body`)."""
+
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    teaser = serializers.CharField(allow_null=True, help_text="Short summary; null when the post has none.")
+    slug = serializers.CharField(allow_null=True, help_text="URL-safe identifier, unique in the channel; or null.")
+    publication_status = serializers.ChoiceField(choices=PublicationStatus.choices)
+    created_at = UtcDateTimeField()
+    updated_at = UtcDateTimeField()
+    channel = ChannelSerializer()
+
+
+class PostContentSerializer(PostListItemSerializer):
+    """The post with its content: the `data.post` of webhook deliveries."""
+
+    body = serializers.CharField(help_text="Markdown.")
+    published_at = UtcDateTimeField(allow_null=True)
+    meta_title = serializers.CharField(allow_null=True)
+    meta_description = serializers.CharField(allow_null=True)
+    tags = TagSerializer(many=True)
+    media = MediaSerializer(many=True)
+
+
+class PostDetailSerializer(PostContentSerializer):
+    """The single-post form."""
+
+    external_id = serializers.CharField(allow_null=True, help_text="Set by the publish call on `api` channels.")
+    external_url = serializers.CharField(allow_null=True, help_text="Set by the publish call on `api` channels.")
+
+
+class PostWorkflowResultSerializer(PostDetailSerializer):
+    """The post returned by publish and unpublish: the single-post form whose channel has only
+    `id`, `title` and `platform`."""
+
+    channel = ChannelRefSerializer()
+
+
+@cache
+def own_columns(serializer_class: type) -> tuple[str, ...]:
+    """The post's own columns the serializer renders (its nested forms come from other tables)."""
+    return tuple(
+        name
+        for name, field in serializer_class._declared_fields.items()
+        if not isinstance(field, BaseSerializer) and name not in selectors.NESTED
+    )
+
+
+def post_rows(posts, serializer_class: type, channels: dict | None = None) -> list:
+    """The posts of the queryset as rows for `serializer_class` (a form with channel, tags and
+    media); see selectors.post_rows."""
+    return selectors.post_rows(
+        posts,
+        own_columns(serializer_class),
+        tag_columns=own_columns(TagSerializer),
+        media_columns=own_columns(MediaSerializer),
+        channels=channels,
+    )
+
+
+def rows_with_channel(serializer_class: type, values: Iterable[tuple], channel: Channel) -> list:
+    """Rows for a serializer whose one nested form is the channel (see selectors.rows_with_channel)."""
+    return selectors.rows_with_channel(own_columns(serializer_class), values, channel)
+
+
+def posts_webhook_data(post_ids: Iterable[int], channels: dict | None = None) -> list[tuple[Channel, int, dict]]:
+    """(channel with its account, post id, `data.post`) for each post, in id order.
+
+    `channels` (id -> channel, with its account and posts_count), when given, is used and filled
+    in: a caller rendering many batches reads each channel once.
+    """
+    rows = post_rows(Post.objects.filter(pk__in=list(post_ids)), PostContentSerializer, channels)
+    # One serializer for the batch: each channel is rendered once, not once per post.
+    data = PostContentSerializer(rows, many=True).data
+    return [(row.channel, row.id, item) for row, item in zip(rows, data, strict=True)]
+
+
+def post_webhook_data(post: Post) -> dict:
+    [(_, _, data)] = posts_webhook_data([post.pk])
+    return data
