@@ -10,12 +10,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.models import LOCAL_PATH_PATTERN, Scope, validate_local_path
+from apps.accounts.serializers import MeSerializer, SsoTokenSerializer
 from apps.accounts.services import sso_token_create
 from apps.api.permissions import require_account_admin
 from apps.api.request_fields import StrictCharField, StrictEmailField, StrictSerializer
 from apps.api.schema import common_errors, error, user_events
 from apps.core.errors import NotFound
-from apps.core.serializers import ResponseSerializer, UtcDateTimeField
 from apps.users.models import USER_ID_MAX_DIGITS, parse_user_id
 from apps.users.selectors import user_of_account
 from apps.webhooks.models import EventKind
@@ -42,24 +42,6 @@ class UserIdField(serializers.Field):
 
     def to_representation(self, value) -> str:
         return str(value)
-
-
-class AccountRefSerializer(ResponseSerializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-
-
-class TokenSerializer(ResponseSerializer):
-    name = serializers.CharField()
-    scopes = serializers.ListField(child=serializers.CharField())
-    expires_at = UtcDateTimeField()
-
-
-class MeSerializer(ResponseSerializer):
-    """Renders an object with the attributes `account` and `token` (the API key)."""
-
-    account = AccountRefSerializer()
-    token = TokenSerializer()
 
 
 class MeResponseSerializer(serializers.Serializer):
@@ -111,18 +93,6 @@ class SsoTokenCreateSerializer(StrictSerializer):
                 {"user_id" if given else "email": [ErrorDetail(f"{message} 'email' and 'user_id'.", code=rule)]}
             )
         return attrs
-
-
-class SsoUserSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    email = serializers.EmailField()
-
-
-class SsoTokenSerializer(serializers.Serializer):
-    token = serializers.CharField(help_text="The one-time token; shown only in this response.")
-    login_url = serializers.URLField(help_text="Open this in the user's browser to sign them in.")
-    expires_at = serializers.DateTimeField()
-    user = SsoUserSerializer()
 
 
 class SsoTokenResponseSerializer(serializers.Serializer):

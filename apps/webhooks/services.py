@@ -13,14 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.accounts.models import Account
-from apps.core.json import compact_json
 from apps.core.validation import field_error
 from apps.webhooks import transport
 from apps.webhooks.models import (
@@ -34,6 +32,7 @@ from apps.webhooks.models import (
     WebhookEndpoint,
     new_secret,
 )
+from apps.webhooks.serializers import delivery_body
 
 logger = logging.getLogger(__name__)
 
@@ -45,21 +44,6 @@ class EventInput:
     account: Account
     data: dict
     post_id: int | None = None
-
-
-def _body(kind: str, account: Account, data: dict, at: datetime) -> str:
-    payload = {
-        "event": kind,
-        "timestamp": at.isoformat().replace("+00:00", "Z"),
-        "account": {"id": account.id, "name": account.name},
-        "data": data,
-    }
-    # orjson where it writes what json.dumps would: the content plan writes thousands of bodies.
-    body = compact_json(payload, default=_ENCODER.default)
-    return body.decode() if body is not None else _ENCODER.encode(payload)
-
-
-_ENCODER = DjangoJSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 # From this many rows on, PostgreSQL gets them with COPY: bulk_create's INSERT ... UNNEST has
@@ -113,7 +97,12 @@ def events_emit(*, kind: str, items: Iterable[EventInput], endpoint: WebhookEndp
     events = _insert(
         Event,
         [
-            Event(account=item.account, kind=kind, body=_body(kind, item.account, item.data, now), post_id=item.post_id)
+            Event(
+                account=item.account,
+                kind=kind,
+                body=delivery_body(kind, item.account, item.data, now),
+                post_id=item.post_id,
+            )
             for item in items
         ],
     )
