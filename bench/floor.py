@@ -14,8 +14,8 @@ from django.http import JsonResponse
 from django.utils import timezone
 
 from apps.accounts.models import ApiKey
+from apps.accounts.selectors import api_key_find
 from apps.accounts.services import api_key_touch
-from apps.api.authentication import api_key_find
 from apps.api.ratelimit import enforce_account_budget
 from apps.channels.models import Channel
 from apps.posts.models import Media, Post, Tag

@@ -3,7 +3,7 @@ from django.utils import timezone
 
 from apps.channels.models import Channel, Team
 from apps.posts.models import ApiPublication, Media, Post, Tag
-from tests.api.test_seed_demo import bearer, seed
+from tests.demo.test_seed_demo import bearer, seed
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import transaction
 
 from apps.accounts.models import ApiKey
-from apps.api.authentication import api_key_find
+from apps.accounts.selectors import api_key_find
 from apps.core.prepared import PreparedLookup
 from apps.webhooks.models import Delivery
 from apps.webhooks.services import event_emit
