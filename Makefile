@@ -32,7 +32,7 @@ run: migrate
 test: install
 	$(BIN)/pytest
 
-# Benchmarks against their floors, on PostgreSQL and Redis at 127.0.0.1 (see README: Benchmarks).
+# Benchmarks against their floors, on PostgreSQL and Redis at 127.0.0.1 (see docs/benchmarks.md).
 bench: install
 	$(PY) bench/run.py
 
