@@ -1,13 +1,61 @@
 import os
+from contextvars import Token
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_process_shutdown
+from celery.signals import before_task_publish, setup_logging, task_postrun, task_prerun, worker_process_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("cps")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# The message header that carries the id of the request that enqueued a task (X-Request-ID).
+REQUEST_ID_HEADER = "request_id"
+
+
+@setup_logging.connect
+def _log_through_django_settings(**kwargs) -> None:
+    """The worker and beat log through settings.LOGGING, as the web process does (LOG_FORMAT, LOG_LEVEL,
+    every record with its request id), instead of Celery replacing the root logger's handlers."""
+    from logging.config import dictConfig
+
+    from django.conf import settings
+
+    dictConfig(settings.LOGGING)
+
+
+@before_task_publish.connect
+def _send_request_id(headers=None, **kwargs) -> None:
+    """A task enqueued while a request (or a task) is handled carries that request's id."""
+    from apps.api.observability import current_request_id
+
+    request_id = current_request_id.get()
+    if request_id and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, request_id)
+
+
+# The request id each running task replaced, by task id: restored when the task ends.
+_request_id_tokens: dict[str, Token] = {}
+
+
+@task_prerun.connect
+def _take_request_id(task_id=None, task=None, **kwargs) -> None:
+    """The task's log records carry the id of the request that enqueued it (none: the one around it,
+    for a task run eagerly inside a request)."""
+    from apps.api.observability import current_request_id
+
+    request_id = getattr(task.request, REQUEST_ID_HEADER, None) or current_request_id.get()
+    _request_id_tokens[task_id] = current_request_id.set(request_id)
+
+
+@task_postrun.connect
+def _drop_request_id(task_id=None, **kwargs) -> None:
+    from apps.api.observability import current_request_id
+
+    token = _request_id_tokens.pop(task_id, None)
+    if token is not None:
+        current_request_id.reset(token)
 
 
 @task_prerun.connect

@@ -23,7 +23,9 @@ max_requests_jitter = max_requests // 10
 # starts in milliseconds instead of importing Django again (about a second of CPU on a small
 # machine, taken from the requests being served). Code changes then need a restart, not a HUP.
 preload_app = _bool("WEB_PRELOAD", "true")
-accesslog = "-"
+# The application logs one line per request (cps.request, with its request id and account), so
+# gunicorn's own access log is off; WEB_ACCESS_LOG=true writes it to stdout as well.
+accesslog = "-" if _bool("WEB_ACCESS_LOG", "false") else None
 # The path without its query string: query strings can carry one-time tokens.
 access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms'
 errorlog = "-"

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "apps.api",
     "apps.users",
     "apps.accounts",
@@ -106,7 +107,14 @@ MIDDLEWARE = [
     # outside ConditionalGetMiddleware, so a 304 gets the rate-limit headers.
     "apps.api.middleware.ApiHttpMiddleware",
     "django.middleware.http.ConditionalGetMiddleware",
-    "apps.api.middleware.AdminLoginThrottleMiddleware",
+    # Last, as axes requires: answers a login attempt its backend refused with 429 (AXES_* below).
+    "axes.middleware.AxesMiddleware",
+]
+
+AUTHENTICATION_BACKENDS = [
+    # django-axes first: it refuses a throttled address before any password is checked.
+    "apps.api.ratelimit.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -283,6 +291,23 @@ RATE_LIMITS = {
 RATE_LIMIT_AUTH_FAILURES = _limit("RATE_LIMIT_AUTH_FAILURES", "100")
 # Failed logins per client address per 15 minutes; past it admin-site login attempts get 429.
 ADMIN_LOGIN_FAILURE_LIMIT = _limit("ADMIN_LOGIN_FAILURE_LIMIT", "10")
+# django-axes counts them (apps/api/ratelimit.py): by client address as the API's rate limits see it
+# (NUM_PROXIES), in the default cache, forgotten 15 minutes after the address's last failure. The
+# attempt that reaches the limit gets the form back; later ones get 429 with Retry-After until then.
+AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_FAILURE_LIMIT = "apps.api.ratelimit.admin_login_failure_limit"
+AXES_COOLOFF_TIME = "apps.api.ratelimit.admin_login_cool_off"
+AXES_CLIENT_IP_CALLABLE = "apps.api.ratelimit.client_address"
+AXES_HANDLER = "apps.api.ratelimit.LoginFailureHandler"
+AXES_LOCKOUT_CALLABLE = "apps.api.middleware.login_throttled"
+AXES_HTTP_RESPONSE_CODE = 429
+# Refused attempts are not counted, so they do not prolong the lockout; a success does not clear it.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_RESET_ON_SUCCESS = False
+# Nothing is stored in axes' tables, so the admin has nothing to show; no start-up banner in the logs.
+AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False
+
 # Largest request body in bytes, for the API (413) and for Django's own form parsing.
 DATA_UPLOAD_MAX_MEMORY_SIZE = _positive_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024)
 
@@ -313,17 +338,26 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
         "json": {
             "()": "pythonjsonlogger.json.JsonFormatter",
-            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(request_id)s %(message)s",
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
     },
-    # Records that carry the request keep only its method and path: query strings can hold one-time tokens.
-    "filters": {"request_summary": {"()": "apps.api.observability.RequestSummaryFilter"}},
+    "filters": {
+        # Every record carries the id of the request (or of the task's enqueuing request) it was
+        # logged in, "-" outside one (apps/api/observability.py, config/celery.py).
+        "request_id": {"()": "apps.api.observability.RequestIdFilter"},
+        # Records that carry the request keep only its method and path: query strings can hold one-time tokens.
+        "request_summary": {"()": "apps.api.observability.RequestSummaryFilter"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_summary"]}
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_id", "request_summary"],
+        }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "INFO"}},

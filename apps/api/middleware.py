@@ -1,13 +1,10 @@
 """The HTTP layer: rules that hold for every response, whichever view (or none) produced it."""
 
-import contextlib
 import logging
 
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.auth.signals import user_login_failed
 from django.template.response import TemplateResponse
-from django.urls import NoReverseMatch, reverse
 from django.utils.cache import patch_cache_control, patch_vary_headers
 
 from apps.api import ratelimit
@@ -117,41 +114,19 @@ class ApiHttpMiddleware:
         return None
 
 
-def login_paths() -> set[str]:
-    """Every page that checks a password: the admin's and the web app's sign-in."""
-    paths = set()
-    for name in ("admin:login", "web-login"):
-        # A URL configuration without that page (some tests use their own) has nothing to throttle.
-        with contextlib.suppress(NoReverseMatch):
-            paths.add(reverse(name))
-    return paths
-
-
-def count_failed_login(sender, credentials, request=None, **kwargs) -> None:
-    if request is not None:
-        ratelimit.admin_login_failures(ratelimit.client_address(request), count=True)
-
-
-class AdminLoginThrottleMiddleware:
-    """Login attempts (admin site and web sign-in) from an address with ADMIN_LOGIN_FAILURE_LIMIT
-    failures in the current window get 429 without the password being checked."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        # Failures are counted only where the throttle is installed.
-        user_login_failed.connect(count_failed_login, dispatch_uid="apps.api.middleware.count_failed_login")
-
-    def __call__(self, request):
-        if request.method == "POST" and request.path in login_paths():
-            failures = ratelimit.admin_login_failures(ratelimit.client_address(request))
-            if failures.exhausted:
-                retry_after = failures.retry_after()
-                response = TemplateResponse(
-                    request,
-                    "admin/login_throttled.html",
-                    {**admin.site.each_context(request), "retry_minutes": -(-retry_after // 60)},
-                    status=429,
-                    headers={"Retry-After": str(retry_after)},
-                )
-                return response.render()
-        return self.get_response(request)
+def login_throttled(request, original_response, credentials):
+    """AXES_LOCKOUT_CALLABLE: the answer to a login attempt (admin site or web sign-in) from an address
+    that has used up its failed logins (see ratelimit's failed-login part)."""
+    if getattr(request, "axes_failures_since_start", None) is not None:
+        # This attempt's password was checked and its failure is the one that reached the limit: it
+        # gets the form with its error, like the failures before it; the next attempt is refused.
+        return original_response
+    retry_after = ratelimit.login_lockout_seconds(request, credentials)
+    response = TemplateResponse(
+        request,
+        "admin/login_throttled.html",
+        {**admin.site.each_context(request), "retry_minutes": -(-retry_after // 60)},
+        status=429,
+        headers={"Retry-After": str(retry_after)},
+    )
+    return response.render()

@@ -1,16 +1,25 @@
-"""One log line per request, with a request id that is echoed as X-Request-ID."""
+"""One log line per request, with a request id that is echoed as X-Request-ID and carried by every
+log record of the request (RequestIdFilter) and by the Celery tasks it enqueues (config/celery.py)."""
 
 import logging
 import re
 import time
 import uuid
+from contextvars import ContextVar
 
 from django.http import HttpRequest
+from django.utils.log import log_response
 
 logger = logging.getLogger("cps.request")
 
 # A caller's own request id is kept when it is reasonable, so logs across services line up.
 REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+# The id of the request (or of the request that enqueued the task) being handled; None outside.
+current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
+
+# What log records made outside any request show as their request id.
+NO_REQUEST_ID = "-"
 
 
 class RequestLogMiddleware:
@@ -20,9 +29,20 @@ class RequestLogMiddleware:
     def __call__(self, request):
         incoming = request.headers.get("X-Request-ID", "")
         request.request_id = incoming if REQUEST_ID_PATTERN.match(incoming) else uuid.uuid4().hex
+        token = current_request_id.set(request.request_id)
+        try:
+            return self.handle(request)
+        finally:
+            current_request_id.reset(token)
+
+    def handle(self, request):
         started = time.monotonic()
         response = self.get_response(request)
         duration_ms = (time.monotonic() - started) * 1000
+        if response.status_code >= 400:
+            # Django's own warning for a 4xx or 5xx ("Not Found: /path"), written here, while the
+            # request id is still set, instead of by the handler after this middleware has returned.
+            log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request)
         response["X-Request-ID"] = request.request_id
         api_key = getattr(request, "auth", None)
         # Path only, never the query string: it can carry one-time tokens.
@@ -44,6 +64,15 @@ class RequestLogMiddleware:
             },
         )
         return response
+
+
+class RequestIdFilter(logging.Filter):
+    """Gives every record a `request_id`: the id of the request (or task) it was logged in, or "-"."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "request_id", None) is None:
+            record.request_id = current_request_id.get() or NO_REQUEST_ID
+        return True
 
 
 class RequestSummaryFilter(logging.Filter):

@@ -13,9 +13,14 @@ again, so a hung Redis costs at most one socket timeout per process per pause.
 
 import logging
 import math
+import sys
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 
+from axes.backends import AxesStandaloneBackend
+from axes.handlers.cache import AxesCacheHandler
+from axes.helpers import get_client_cache_keys
 from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
@@ -25,6 +30,7 @@ from rest_framework.throttling import BaseThrottle
 logger = logging.getLogger(__name__)
 
 HOUR = 3600
+# Failed logins of an address are remembered this long after its last one (AXES_COOLOFF_TIME).
 ADMIN_LOGIN_WINDOW = 15 * 60
 # Counters outlive their window by this much, so a machine whose clock runs a little behind still
 # finds the counter of the window it thinks it is in.
@@ -177,8 +183,104 @@ def auth_failures(address: str, *, count: bool = False) -> Budget:
     return _budget(f"auth-failures:{address}", settings.RATE_LIMIT_AUTH_FAILURES, count=count)
 
 
-def admin_login_failures(address: str, *, count: bool = False) -> Budget:
-    """The address's budget of failed logins per ADMIN_LOGIN_WINDOW; `count=True` records one more."""
-    return _budget(
-        f"admin-login-failures:{address}", settings.ADMIN_LOGIN_FAILURE_LIMIT, count=count, period=ADMIN_LOGIN_WINDOW
-    )
+# --- Failed logins: django-axes, on the counters above ---
+#
+# axes counts failed logins (Django's user_login_failed, sent wherever a password is checked with a
+# request: the admin's and the web sign-in) by client address, and its authentication backend, first
+# in AUTHENTICATION_BACKENDS, refuses an address that has ADMIN_LOGIN_FAILURE_LIMIT of them before the
+# password is checked; its middleware answers that attempt with 429 (apps.api.middleware.login_throttled).
+# The count ends ADMIN_LOGIN_WINDOW after the address's last counted failure; refused attempts are not
+# counted, so they do not prolong it. See the AXES_* settings.
+
+
+def admin_login_failure_limit(request, credentials) -> int:
+    """AXES_FAILURE_LIMIT: ADMIN_LOGIN_FAILURE_LIMIT, read on each attempt; None (no limit) never locks."""
+    limit = settings.ADMIN_LOGIN_FAILURE_LIMIT
+    return sys.maxsize if limit is None else limit
+
+
+def admin_login_cool_off(request) -> timedelta:
+    """AXES_COOLOFF_TIME: how long an address's failed logins are remembered after the last one."""
+    return timedelta(seconds=ADMIN_LOGIN_WINDOW)
+
+
+class LoginFailureCounters:
+    """The part of Django's cache API that axes' cache handler uses, on this module's store: the default
+    cache, keys in the store's namespace, and failing open like the other counters (an unreachable
+    store counts nothing and locks no one out, instead of failing the login page)."""
+
+    def __init__(self, counters: CounterStore) -> None:
+        self.counters = counters
+
+    def _run(self, operation, key: str, default):
+        """operation(backend, key) on the store; `default` when the store is unreachable."""
+        result = self.counters._call(
+            lambda backend, key, ttl: operation(backend, key), f"{self.counters.namespace}:{key}", None, clock()
+        )
+        return default if result is None else result
+
+    def get(self, key: str, default=None):
+        return self._run(lambda backend, key: backend.get(key, default), key, default)
+
+    def add(self, key: str, value, timeout) -> bool:
+        # Unreachable: reported as added, so axes takes this failure for the first one.
+        return self._run(lambda backend, key: backend.add(key, value, timeout), key, True)
+
+    def incr(self, key: str, delta: int = 1) -> int:
+        def increment(backend, key: str) -> int:
+            try:
+                return backend.incr(key, delta)
+            except ValueError:  # expired since axes' add(); axes' touch() sets its expiry again
+                backend.add(key, delta)
+                return delta
+
+        return self._run(increment, key, 0)
+
+    def touch(self, key: str, timeout) -> bool:
+        return self._run(lambda backend, key: backend.touch(key, timeout), key, False)
+
+    def delete(self, key: str) -> bool:
+        return self._run(lambda backend, key: backend.delete(key), key, False)
+
+    def seconds_left(self, key: str) -> int | None:
+        """Seconds until the counter expires; None when it does not exist or the cache cannot tell."""
+
+        def read(backend, key: str) -> int | None:
+            full_key = backend.make_and_validate_key(key)
+            if isinstance(backend, RedisCache):
+                ttl = _redis_client(backend).ttl(full_key)
+                return ttl if ttl > 0 else None  # -2: no such key, -1: no expiry
+            expiry = getattr(backend, "_expire_info", {}).get(full_key)  # LocMemCache
+            return None if expiry is None else math.ceil(expiry - time.time())
+
+        return self._run(read, key, None)
+
+
+class LoginFailureHandler(AxesCacheHandler):
+    """AXES_HANDLER: axes' cache handler, counting in LoginFailureCounters."""
+
+    def __init__(self) -> None:
+        pass  # no cache of its own: `store` is looked up on each use (tests give each test its own)
+
+    @property
+    def cache(self) -> LoginFailureCounters:
+        return LoginFailureCounters(store)
+
+
+class LoginThrottleBackend(AxesStandaloneBackend):
+    """First in AUTHENTICATION_BACKENDS: refuses an address that has used up its failed logins.
+    authenticate() without a request (the test client's login(), management code) is no login from an
+    address: there is nothing to throttle, and axes' own backend would raise instead."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None:
+            return None
+        return super().authenticate(request, username, password, **kwargs)
+
+
+def login_lockout_seconds(request, credentials=None) -> int:
+    """Seconds until a throttled address may try again: until its failed logins expire."""
+    counters = LoginFailureCounters(store)
+    left = [counters.seconds_left(key) for key in get_client_cache_keys(request, credentials)]
+    known = [seconds for seconds in left if seconds]
+    return max(1, min(max(known), ADMIN_LOGIN_WINDOW)) if known else ADMIN_LOGIN_WINDOW

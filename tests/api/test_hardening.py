@@ -1,11 +1,14 @@
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from django.conf import settings as django_settings
+from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import RequestDataTooBig
 from django.core.handlers.exception import response_for_exception
 from django.test import Client, RequestFactory
@@ -248,12 +251,16 @@ def test_successful_admin_logins_are_not_counted(operator, three_admin_failures)
 
 
 def test_the_admin_login_throttle_ends_with_its_window(operator, three_admin_failures, monkeypatch):
-    now = [1_767_225_600.0]
-    monkeypatch.setattr(ratelimit, "clock", lambda: now[0])
+    # The failures expire in the cache (Redis or local memory), on its own clock: a short window, really waited for.
+    monkeypatch.setattr(ratelimit, "ADMIN_LOGIN_WINDOW", 2)
     for _ in range(3):
         log_in("203.0.113.9", operator, "wrong")
+    last_failure = time.monotonic()
     assert log_in("203.0.113.9", operator, "right-password").status_code == 429
-    now[0] += ratelimit.ADMIN_LOGIN_WINDOW
+    # Refused attempts are not counted: they do not make the window last longer.
+    time.sleep(max(0.0, last_failure + 1.2 - time.monotonic()))
+    assert log_in("203.0.113.9", operator, "wrong").status_code == 429
+    time.sleep(max(0.0, last_failure + ratelimit.ADMIN_LOGIN_WINDOW + 0.5 - time.monotonic()))
     assert log_in("203.0.113.9", operator, "right-password").status_code == 302
 
 
@@ -264,6 +271,60 @@ def test_the_web_sign_in_page_shares_the_login_throttle(operator, three_admin_fa
         reverse("web-login"), {"username": operator.email, "password": "right-password"}
     )
     assert response.status_code == 429
+
+
+def test_an_empty_limit_never_throttles(operator, settings):
+    settings.ADMIN_LOGIN_FAILURE_LIMIT = None
+    assert [log_in("203.0.113.9", operator, "wrong").status_code for _ in range(12)] == [200] * 12
+    assert log_in("203.0.113.9", operator, "right-password").status_code == 302
+
+
+def test_a_throttled_address_is_refused_before_its_password_is_checked(operator, three_admin_failures, monkeypatch):
+    for _ in range(3):
+        log_in("203.0.113.9", operator, "wrong")
+    checked = []
+    monkeypatch.setattr(ModelBackend, "authenticate", lambda *args, **kwargs: checked.append(kwargs))
+    response = log_in("203.0.113.9", operator, "right-password")
+    assert response.status_code == 429
+    assert "Try again in 15 minutes" in response.content.decode()
+    assert checked == []
+
+
+def test_the_login_throttle_sees_the_client_address_as_the_rate_limits_do(operator, three_admin_failures, settings):
+    def log_in_via_proxy(forwarded_for: str, password: str) -> int:
+        client = Client(REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=forwarded_for)
+        return client.post(reverse("admin:login"), {"username": operator.email, "password": password}).status_code
+
+    # Without a trusted proxy the header is ignored: a client cannot dodge the throttle by forging it.
+    assert [log_in_via_proxy(f"198.51.100.{n}", "wrong") for n in range(3)] == [200, 200, 200]
+    assert log_in_via_proxy("198.51.100.99", "right-password") == 429
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    assert [log_in_via_proxy("9.9.9.9, 203.0.113.7", "wrong") for _ in range(3)] == [200, 200, 200]
+    assert log_in_via_proxy("9.9.9.9, 203.0.113.7", "right-password") == 429
+    assert log_in_via_proxy("9.9.9.9, 203.0.113.8", "right-password") == 302
+
+
+def test_the_api_is_not_affected_by_the_login_throttle(operator, three_admin_failures, api_key):
+    for _ in range(3):
+        log_in("203.0.113.9", operator, "wrong")
+    api = Client(REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION=f"Bearer {api_key.raw}")
+    assert api.get("/v1/me").status_code == 200
+
+
+def test_logins_work_unthrottled_while_the_cache_is_unreachable(operator, three_admin_failures, settings, caplog):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed_port = sock.getsockname()[1]
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{closed_port}/0",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+    assert [log_in("203.0.113.9", operator, "wrong").status_code for _ in range(4)] == [200] * 4
+    assert log_in("203.0.113.9", operator, "right-password").status_code == 302
+    assert any("unreachable" in record.getMessage() for record in caplog.records)
 
 
 def test_the_admin_lives_at_admin_url():
