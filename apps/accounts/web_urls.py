@@ -1,4 +1,4 @@
-"""Web pages (HTML, sessions) of the accounts app; the JSON API is in apps/api/urls.py."""
+"""Web pages (HTML, sessions) of the accounts app; its /v1 endpoints are in urls.py."""
 
 from django.contrib.auth.views import LogoutView
 from django.urls import path

@@ -30,7 +30,7 @@ class UtcDateTimeField(serializers.DateTimeField):
 _BUILTIN_RENDERERS = {serializers.CharField: str, serializers.IntegerField: int}
 
 # Per serializer class: ((field name, render function or None), ...); None marks a nested
-# serializer that needs an instance of its own for each rendering (see _needs_instance).
+# serializer that needs an instance of its own for each rendering (see _renders_statelessly).
 _plans: dict[type, tuple[tuple[str, Any], ...]] = {}
 
 

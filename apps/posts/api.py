@@ -30,7 +30,7 @@ from apps.posts.serializers import (
 )
 from apps.posts.services import POST_NOT_FOUND, post_publish, post_unpublish
 
-# --- response forms ------------------------------------------------------------------------------
+# --- response envelopes ------------------------------------------------------------------------
 
 
 class PostResponseSerializer(serializers.Serializer):
