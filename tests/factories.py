@@ -155,3 +155,11 @@ class ApiPublicationFactory(factory.django.DjangoModelFactory):
     post = factory.SubFactory(
         PostFactory, publication_status="publishing_pending", channel=factory.SubFactory(ChannelFactory, platform="api")
     )
+
+
+class OperatorFactory(UserFactory):
+    """An operator of the service: a superuser of no account."""
+
+    account = None
+    is_superuser = True
+    role = Role.ADMIN

@@ -65,7 +65,9 @@ def sso_token_create(
 ) -> tuple[SsoToken, str]:
     """Create a one-time sign-in token for an active user of the account; return it with the
     token itself, which is shown to the caller only now."""
-    if user.account_id != account.id:
+    # An operator can never be signed in by an API key; the database keeps operators out of
+    # every account, and this says so where the rule matters.
+    if user.account_id != account.id or user.is_superuser:
         raise NotFound("No such user in this organization.")
     if not user.is_active:
         raise DomainError(f"{user.email} is {user.status}; only active users can sign in.", code="user_not_active")

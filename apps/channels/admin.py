@@ -32,11 +32,9 @@ class ChannelForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if self.instance.pk and "team" in self.fields:
-            self.fields["team"].queryset = Team.objects.filter(account_id=self.instance.account_id)
-        elif "team" in self.fields:
-            self.fields["team"].queryset = Team.objects.select_related("account")
-            self.fields["team"].label_from_instance = lambda team: f"{team.name} ({team.account})"
+        team = self.fields.get("team")
+        if team is not None and self.instance.pk:
+            team.queryset = team.queryset.filter(account_id=self.instance.account_id)
 
 
 @admin.register(Channel)

@@ -1,10 +1,16 @@
-"""What every app's admin shares: domain errors shown as messages, and actions that run a service
-on each selected row. The admin changes nothing itself; it calls the same services as the API."""
+"""What every app's admin shares: the scoping of each page to one account, domain errors shown
+as messages, and actions that run a service on each selected row. The admin changes nothing
+itself; it calls the same services as the API."""
 
 from collections.abc import Callable, Iterable
+from functools import cache, reduce
 
+from django.apps import apps as django_apps
+from django.conf import settings
 from django.contrib import messages
-from django.db import transaction
+from django.contrib.admin import RelatedFieldListFilter
+from django.contrib.admin.utils import get_fields_from_path
+from django.db import models, transaction
 from django.http import HttpResponseRedirect
 
 from apps.core.errors import DomainError
@@ -57,3 +63,128 @@ def run_on_selected(
     if succeeded and done:
         model_admin.message_user(request, done.format(count=succeeded))
     return succeeded
+
+
+# --- One account's data: the scoping of every admin page -------------------------------------
+
+
+@cache
+def account_path(model: type[models.Model]) -> str | None:
+    """The lookup from `model` to the id of the account its rows belong to: "pk" for the account
+    itself, "account" for a model with the field, "channel__account" for a post, and so on
+    (the shortest chain of foreign keys). None when no chain leads to an account: such a model
+    is the operator's alone."""
+    target = django_apps.get_model(settings.ACCOUNT_MODEL)
+    if model is target:
+        return "pk"
+    paths: list[tuple[type[models.Model], str]] = [(model, "")]
+    seen = {model}
+    for _depth in range(4):
+        further = []
+        for current, prefix in paths:
+            for field in current._meta.get_fields():
+                if not (field.concrete and (field.many_to_one or field.one_to_one)) or field.related_model in seen:
+                    continue
+                path = f"{prefix}{field.name}"
+                if field.related_model is target:
+                    return path
+                seen.add(field.related_model)
+                further.append((field.related_model, f"{path}__"))
+        paths = further
+    return None
+
+
+def own_account_id(request) -> int | None:
+    """The account a signed-in user of an account works in; None for an operator."""
+    return None if request.user.is_superuser else request.user.account_id
+
+
+def scoped(request, queryset: models.QuerySet) -> models.QuerySet:
+    """`queryset` cut down to what the request's user may see: everything for an operator, the
+    rows of their own account for anyone else, nothing of a model that belongs to no account."""
+    if request.user.is_superuser:
+        return queryset
+    path = account_path(queryset.model)
+    account_id = request.user.account_id
+    if path is None or account_id is None:
+        return queryset.none()
+    return queryset.filter(**{path: account_id})
+
+
+def _is_account(model) -> bool:
+    return model is django_apps.get_model(settings.ACCOUNT_MODEL)
+
+
+class AccountRelatedFilter(RelatedFieldListFilter):
+    """A list filter on a related object that offers only the related objects the user may see."""
+
+    def field_choices(self, field, request, model_admin):
+        visible = scoped(request, field.related_model._default_manager.all()).values("pk")
+        ordering = self.field_admin_ordering(field, request, model_admin)
+        return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to={"pk__in": visible})
+
+
+class AccountScopedAdmin:
+    """Mixed into every ModelAdmin by the admin site (ServiceAdminSite.register), so that a model
+    registered later is scoped without a line of its own: rows, the objects of change, delete and
+    history pages (another account's id is answered as an id that does not exist), actions,
+    autocomplete and raw-id lookups (through the related model's admin), foreign-key and
+    many-to-many choices, and list filters. For a user of an account the account itself is
+    never a choice: forms show it read-only and fill it in."""
+
+    def get_queryset(self, request):
+        return scoped(request, super().get_queryset(request))
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        return _scoped_choices(request, super().formfield_for_foreignkey(db_field, request, **kwargs))
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        return _scoped_choices(request, super().formfield_for_manytomany(db_field, request, **kwargs))
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if own_account_id(request) is not None and account_path(self.model) == "account" and "account" not in fields:
+            fields += ("account",)
+        return fields
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        account_id = own_account_id(request)
+        if obj is not None or account_id is None or account_path(self.model) != "account":
+            return form
+
+        class InOwnAccount(form):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.instance.account_id = account_id
+
+        return InOwnAccount
+
+    def get_list_filter(self, request):
+        filters = super().get_list_filter(request)
+        if request.user.is_superuser:
+            return filters
+        return [scoped_filter for item in filters if (scoped_filter := self._scoped_filter(item)) is not None]
+
+    def _scoped_filter(self, item):
+        if not isinstance(item, str):
+            return item  # a filter class of the admin's own, which filters the scoped rows
+        related = get_fields_from_path(self.model, item)[-1].related_model
+        if related is None:
+            return item
+        if _is_account(related):
+            return None  # their own account is the only one
+        return (item, AccountRelatedFilter)
+
+
+def _scoped_choices(request, formfield):
+    queryset = getattr(formfield, "queryset", None)
+    if queryset is None:
+        return formfield
+    formfield.queryset = scoped(request, queryset)
+    path = account_path(queryset.model)
+    if request.user.is_superuser and path not in (None, "pk"):
+        # The operator picks among every account's objects: each choice names its account.
+        formfield.queryset = formfield.queryset.select_related(path)
+        formfield.label_from_instance = lambda obj: f"{obj} ({reduce(getattr, path.split('__'), obj)})"
+    return formfield

@@ -71,10 +71,7 @@ class PostForm(forms.ModelForm):
         if tags is None:
             return
         if self.instance.pk:
-            tags.queryset = Tag.objects.filter(account_id=self.instance.channel.account_id)
-        else:
-            tags.queryset = Tag.objects.select_related("account")
-            tags.label_from_instance = lambda tag: f"{tag.name} ({tag.account})"
+            tags.queryset = tags.queryset.filter(account_id=self.instance.channel.account_id)
 
     def clean(self):
         cleaned = super().clean()

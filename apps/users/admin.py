@@ -1,5 +1,6 @@
 from django import forms
 from django.contrib import admin
+from django.contrib.auth.models import Group
 from django.db import transaction
 
 from apps.core.admin import DomainErrorsAsMessages, run_on_selected
@@ -9,10 +10,6 @@ from apps.users.services import UPDATABLE_FIELDS, user_create, user_delete, user
 
 def _email(user: User) -> str:
     return user.email
-
-
-# Flags without rules of their own, saved as they are.
-PLAIN_FIELDS = ("is_staff", "is_superuser")
 
 
 def permissions_field(help_text: str) -> forms.MultipleChoiceField:
@@ -33,7 +30,9 @@ class UserAddForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["account"].required = True
+        # Operators pick the account; an account's admin adds users to their own (not a field then).
+        if "account" in self.fields:
+            self.fields["account"].required = True
 
 
 class UserChangeForm(forms.ModelForm):
@@ -50,17 +49,21 @@ class UserChangeForm(forms.ModelForm):
             "language",
             "notification_preferences",
             "metadata",
-            *PLAIN_FIELDS,
         )
+
+
+# Access follows the role (User.admin_area), so Django's groups have nothing to grant.
+if admin.site.is_registered(Group):
+    admin.site.unregister(Group)
 
 
 @admin.register(User)
 class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
-    """Changes with rules (role, status, permissions, profile) go through the same services as the
-    API: last-admin protection, validation and the user.* webhook events."""
+    """Changes go through the same services as the API: last-admin protection, validation and the
+    user.* webhook events. No form offers a privilege field: admin access follows the role."""
 
-    list_display = ("email", "name", "account", "role", "status", "permission_list", "last_login", "is_staff")
-    list_filter = ("role", "status", "account", "is_staff")
+    list_display = ("email", "name", "account", "role", "status", "permission_list", "last_login")
+    list_filter = ("role", "status", "account")
     search_fields = ("email", "name")
     list_select_related = ("account",)
     readonly_fields = ("last_login", "created_at", "updated_at", "invitation_sent_at")
@@ -72,7 +75,7 @@ class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
     )
     fieldsets = (
         (None, {"fields": ("email", "name", "account")}),
-        ("Access", {"fields": ("role", "status", "permissions", "is_staff", "is_superuser")}),
+        ("Access", {"fields": ("role", "status", "permissions")}),
         ("Profile", {"fields": ("timezone", "language", "notification_preferences", "metadata")}),
         ("Dates", {"fields": ("last_login", "invitation_sent_at", "created_at", "updated_at")}),
     )
@@ -96,7 +99,7 @@ class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
         data = form.cleaned_data
         if not change:
             created = user_create(
-                account=data["account"],
+                account=obj.account,
                 email=data["email"],
                 name=data["name"],
                 role=data["role"],
@@ -109,9 +112,6 @@ class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
         governed = {field: data[field] for field in form.changed_data if field in UPDATABLE_FIELDS}
         if governed:
             user_update(user=obj, **governed)
-        plain = {field: data[field] for field in form.changed_data if field in PLAIN_FIELDS}
-        if plain:
-            User.objects.filter(pk=obj.pk).update(**plain)
 
     def delete_model(self, request, obj):
         user_delete(user=obj)

@@ -5,10 +5,10 @@ from datetime import datetime
 from functools import cache
 
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
-from django.contrib.auth.models import PermissionsMixin
 from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
+from django.db.models import Q
 
 
 class Role(models.TextChoices):
@@ -46,6 +46,35 @@ class Permission(models.TextChoices):
     SYSTEM_BILLING = "system.billing"
     SYSTEM_API_KEYS = "system.api_keys"
 
+
+# What each kind of user may do in the admin (the Settings area), as Django's model permissions
+# ("app_label.model": actions). The operator may do everything; a model missing here is out of
+# an account user's reach, so a model added later stays hidden until it is listed.
+_ALL = frozenset({"view", "add", "change", "delete"})
+_VIEW = frozenset({"view"})
+_CONTENT = {
+    "posts.post": _ALL,
+    "posts.tag": _ALL,
+    "posts.media": _ALL,
+    "posts.apipublication": _VIEW,
+}
+ADMIN_AREA: dict[str, dict[str, frozenset[str]]] = {
+    Role.ADMIN: {
+        **_CONTENT,
+        "channels.channel": _ALL,
+        "channels.team": _ALL,
+        "users.user": _ALL,
+        # Keys are revoked, not deleted, so that their use stays on record.
+        "accounts.apikey": frozenset({"view", "add", "change"}),
+        "accounts.ssotoken": _VIEW,
+        "webhooks.webhookendpoint": _ALL,
+        "webhooks.delivery": _VIEW,
+        "webhooks.attempt": _VIEW,
+    },
+    # Editors pick a post's channel, so they see channels and teams without changing them.
+    Role.EDITOR: {**_CONTENT, "channels.channel": _VIEW, "channels.team": _VIEW},
+}
+OPERATOR = "operator"
 
 ROLE_DEFAULT_PERMISSIONS: dict[str, list[str]] = {
     Role.ADMIN: [p.value for p in Permission],
@@ -162,12 +191,21 @@ class UserManager(BaseUserManager):
         return user
 
     def create_superuser(self, email: str, password: str | None = None, **fields):
-        fields.update(is_staff=True, is_superuser=True, role=Role.ADMIN, status=Status.ACTIVE)
+        """An operator of the service: every account in the admin, and a member of none."""
+        if fields.get("account") is not None:
+            raise ValueError("An operator belongs to no account.")
+        fields.update(is_superuser=True, role=Role.ADMIN, status=Status.ACTIVE)
         return self.create_user(email, password, **fields)
 
 
-class User(AbstractBaseUser, PermissionsMixin):
-    """A person: an organisation member of the Users API and, when staff, an admin-site user."""
+class User(AbstractBaseUser):
+    """A person: a member of an account (the Users API; the admin by role), or an operator of the
+    service (superuser, no account).
+
+    Admin access is never stored per user: `is_staff` and `has_perm` follow the role and status
+    on every request (ADMIN_AREA), so there is no flag, group or permission to tick by hand, and
+    a suspension or a change of role takes effect at the user's next request.
+    """
 
     account = models.ForeignKey(
         "accounts.Account",
@@ -189,7 +227,9 @@ class User(AbstractBaseUser, PermissionsMixin):
         default=default_notification_preferences, validators=[validate_notification_preferences]
     )
     invitation_sent_at = models.DateTimeField(null=True, blank=True)
-    is_staff = models.BooleanField(default=False, help_text="May log in to the admin site.")
+    is_superuser = models.BooleanField(
+        default=False, help_text="An operator of the service: sees every account in the admin; belongs to none."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -202,6 +242,12 @@ class User(AbstractBaseUser, PermissionsMixin):
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["account", "role", "status"])]
+        constraints = [
+            # Enforced by the database, whatever form or script saves the user.
+            models.CheckConstraint(
+                condition=Q(is_superuser=False) | Q(account__isnull=True), name="operators_belong_to_no_account"
+            )
+        ]
 
     def __str__(self) -> str:
         return self.email
@@ -211,6 +257,43 @@ class User(AbstractBaseUser, PermissionsMixin):
         # Django's auth backends refuse users whose is_active is false, so inactive, suspended
         # and not-yet-accepted users can neither log in nor use a session.
         return self.status == Status.ACTIVE
+
+    @property
+    def admin_area(self) -> str | None:
+        """Which part of the admin the user gets: OPERATOR (all of it), Role.ADMIN (their account's
+        Settings area), Role.EDITOR (their account's content), or None (no admin)."""
+        if not self.is_active:
+            return None
+        if self.is_superuser:
+            return OPERATOR
+        if self.account_id is not None and self.role in ADMIN_AREA:
+            return self.role
+        return None
+
+    @property
+    def is_staff(self) -> bool:
+        # What Django's admin asks before every page.
+        return self.admin_area is not None
+
+    def has_perm(self, perm: str, obj=None) -> bool:
+        area = self.admin_area
+        if area == OPERATOR:
+            return True
+        app_label, _, codename = perm.partition(".")
+        action, _, model = codename.partition("_")
+        return action in ADMIN_AREA.get(area, {}).get(f"{app_label}.{model}", ())
+
+    def has_perms(self, perm_list, obj=None) -> bool:
+        return all(self.has_perm(perm, obj) for perm in perm_list)
+
+    def has_module_perms(self, app_label: str) -> bool:
+        area = self.admin_area
+        return area == OPERATOR or any(label.startswith(f"{app_label}.") for label in ADMIN_AREA.get(area, {}))
+
+    def clean(self) -> None:
+        super().clean()
+        if self.is_superuser and self.account_id is not None:
+            raise ValidationError("An operator (superuser) belongs to no account.")
 
     @property
     def is_active_admin(self) -> bool:

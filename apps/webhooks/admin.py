@@ -65,7 +65,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
         data = form.cleaned_data
         services.endpoint_save(
             endpoint=obj,
-            account=data["account"],
+            account=obj.account,
             url=data["url"],
             events=data["events"],
             enabled=data["enabled"],

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from apps.api import ratelimit
 from apps.api.errors import exception_handler
-from tests.factories import UserFactory
+from tests.factories import OperatorFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -215,7 +215,7 @@ def test_hsts_is_off_by_default(client):
 
 @pytest.fixture
 def operator():
-    user = UserFactory(is_staff=True, is_superuser=True)
+    user = OperatorFactory()
     user.set_password("right-password")
     user.save()
     return user

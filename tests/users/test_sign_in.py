@@ -20,7 +20,7 @@ def signed_in_as(client) -> int | None:
 
 
 def test_admin_site_sign_in_sends_user_login_once(client, emitted):
-    staff = with_password(AdminUserFactory(is_staff=True, is_superuser=True))
+    staff = with_password(AdminUserFactory())
     response = client.post("/admin/login/?next=/admin/", {"username": staff.email, "password": PASSWORD})
     assert response.status_code == 302
     [body] = emitted("user.login")
@@ -33,7 +33,7 @@ def test_admin_site_sign_in_sends_user_login_once(client, emitted):
 
 
 def test_a_failed_admin_site_sign_in_sends_nothing(client, emitted):
-    staff = with_password(AdminUserFactory(is_staff=True))
+    staff = with_password(AdminUserFactory())
     response = client.post("/admin/login/", {"username": staff.email, "password": "wrong"})
     assert response.status_code == 200
     assert signed_in_as(client) is None
