@@ -40,6 +40,7 @@ class ChannelForm(forms.ModelForm):
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
     form = ChannelForm
+    autocomplete_fields = ("team",)
     list_display = ("title", "platform", "team", "account", "posts_count", "updated_at")
     list_filter = ("platform", "team", "account")
     search_fields = ("title", "team__name")

@@ -1,7 +1,7 @@
 """Demo data for trying the service and for tests: `python manage.py seed_demo`.
 
 Running it again updates the same accounts and users instead of adding new ones, revokes the
-earlier demo keys and prints fresh ones.
+earlier demo keys and prints fresh ones, and gives every demo user a fresh password.
 """
 
 import secrets
@@ -75,6 +75,14 @@ def _fresh_keys(account: Account, users: dict[str, User]) -> dict[str, str]:
     return keys
 
 
+def _fresh_login(user: User) -> dict[str, str]:
+    # A fresh password on every run, like the keys: one printed by an earlier run stops working.
+    password = secrets.token_urlsafe(12)
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return {"username": user.email, "password": password}
+
+
 @transaction.atomic
 def seed_demo() -> dict:
     accounts = []
@@ -93,6 +101,7 @@ def seed_demo() -> dict:
                 "keys": _fresh_keys(account, users),
                 # "channels": {platform: id}, "posts": {case of the api channel: id}
                 **seed_content(account),
+                "logins": {str(role): _fresh_login(user) for role, user in users.items()},
             }
         )
     password = secrets.token_urlsafe(12)

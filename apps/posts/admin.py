@@ -109,6 +109,8 @@ class PostAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
     search_fields = ("title", "slug", "teaser", "external_id")
     list_select_related = ("channel", "channel__team")
     filter_horizontal = ("tags",)
+    # Searched as typed (through the channel admin, so only the user's own channels are found).
+    autocomplete_fields = ("channel",)
     prepopulated_fields = {"slug": ("title",)}
     readonly_fields = ("published_at", "external_id", "external_url", "created_at", "updated_at")
     fieldsets = (

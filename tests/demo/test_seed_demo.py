@@ -2,7 +2,9 @@ import json
 from io import StringIO
 
 import pytest
+from django.contrib.auth import authenticate
 from django.core.management import call_command
+from django.test import RequestFactory
 from rest_framework.test import APIClient
 
 from apps.accounts.models import Account, ApiKey
@@ -15,6 +17,12 @@ def seed() -> dict:
     out = StringIO()
     call_command("seed_demo", "--json", stdout=out)
     return json.loads(out.getvalue())
+
+
+def signs_in(login: dict) -> User | None:
+    # With a request, as a real sign-in: the login throttle only judges attempts from an address.
+    request = RequestFactory().post("/account/login/")
+    return authenticate(request, email=login["username"], password=login["password"])
 
 
 def bearer(raw: str) -> APIClient:
@@ -33,6 +41,9 @@ def test_seed_demo_prints_the_documented_shape():
         assert account["plan"] in {"free", "starter", "professional", "enterprise"}
         assert set(account["users"]) == {"admin", "editor", "viewer"}
         assert set(account["keys"]) == {"all", "read", "none", "expired", "viewer"}
+        assert set(account["logins"]) == {"admin", "editor", "viewer"}
+        for login in account["logins"].values():
+            assert set(login) == {"username", "password"}
     assert set(result["admin_login"]) == {"username", "password"}
 
 
@@ -65,6 +76,38 @@ def test_admin_login_works(client):
     login = seed()["admin_login"]
     assert client.login(username=login["username"], password=login["password"])
     assert client.get("/admin/").status_code == 200
+
+
+def test_seed_demo_logins_sign_in_as_the_demo_users():
+    for account in seed()["accounts"]:
+        assert {role: login["username"] for role, login in account["logins"].items()} == account["users"]
+        for role, login in account["logins"].items():
+            user = signs_in(login)
+            assert user is not None, f"{account['name']} {role}"
+            assert (user.email, user.role, user.account_id) == (login["username"], role, account["id"])
+
+
+def test_seed_demo_logins_are_fresh_on_every_run():
+    first = seed()["accounts"][0]["logins"]
+    second = seed()["accounts"][0]["logins"]
+    for role in ("admin", "editor", "viewer"):
+        assert second[role]["username"] == first[role]["username"]
+        assert second[role]["password"] != first[role]["password"]
+        assert signs_in(first[role]) is None
+        assert signs_in(second[role]) is not None
+
+
+def test_seed_demo_prints_the_logins():
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    printed = out.getvalue()
+    for user in User.objects.filter(metadata__demo=True):
+        assert f"    {user.role} login  {user.email} / " in printed
+    lines = [line for line in printed.splitlines() if " login  " in line]
+    assert len(lines) == 6
+    for line in lines:
+        role, _, email, _, password = line.split()
+        assert signs_in({"username": email, "password": password}).role == role
 
 
 def test_if_empty_does_nothing_on_a_seeded_database():

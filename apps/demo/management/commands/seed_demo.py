@@ -7,7 +7,7 @@ from apps.demo.seed import seed_demo
 
 
 class Command(BaseCommand):
-    help = "Create or refresh the demo accounts, users and data; print fresh demo API keys."
+    help = "Create or refresh the demo accounts, users and data; print fresh demo API keys and logins."
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -31,6 +31,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"    channels: {channels}")
                 posts = ", ".join(f"{label} {pk}" for label, pk in account["posts"].items())
                 self.stdout.write(f"    api channel posts: {posts}")
+            for role, login in account["logins"].items():
+                self.stdout.write(f"    {role} login  {login['username']} / {login['password']}")
         login = result["admin_login"]
         self.stdout.write(f"Admin site login: {login['username']} / {login['password']}")
         first_key = result["accounts"][0]["keys"]["all"]
