@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin import RelatedFieldListFilter
 from django.contrib.admin.utils import get_fields_from_path
+from django.core.exceptions import FieldDoesNotExist
 from django.db import models, transaction
 from django.http import HttpResponseRedirect
 
@@ -160,9 +161,35 @@ class AccountScopedAdmin:
 
         return InOwnAccount
 
+    def get_list_display(self, request):
+        columns = list(super().get_list_display(request))
+        path = account_path(self.model)
+        if path in (None, "pk"):
+            return columns
+        if not request.user.is_superuser:
+            return [column for column in columns if column != "account"]
+        if path != "account":
+            # The operator's lists all say whose a row is, however far the account is.
+            columns.append(_account_column(path))
+        elif "account" not in columns:
+            columns.append("account")
+        return columns
+
+    def get_list_select_related(self, request):
+        related = super().get_list_select_related(request)
+        path = account_path(self.model)
+        if not request.user.is_superuser or path in (None, "pk") or related is True:
+            return related
+        if related is False:  # Django would have joined the related columns shown; still do
+            related = [name for name in self.list_display if _is_relation(self.model, name)]
+        return (*related, path)
+
     def get_list_filter(self, request):
-        filters = super().get_list_filter(request)
+        filters = list(super().get_list_filter(request))
+        path = account_path(self.model)
         if request.user.is_superuser:
+            if path not in (None, "pk") and not any(_names_account(self.model, item) for item in filters):
+                filters.append(path)
             return filters
         return [scoped_filter for item in filters if (scoped_filter := self._scoped_filter(item)) is not None]
 
@@ -175,6 +202,27 @@ class AccountScopedAdmin:
         if _is_account(related):
             return None  # their own account is the only one
         return (item, AccountRelatedFilter)
+
+
+def _is_relation(model, name) -> bool:
+    try:
+        return model._meta.get_field(name).many_to_one
+    except (FieldDoesNotExist, TypeError):
+        return False
+
+
+def _names_account(model, item) -> bool:
+    return isinstance(item, str) and _is_account(get_fields_from_path(model, item)[-1].related_model)
+
+
+@cache
+def _account_column(path: str):
+    def account(obj):
+        return reduce(getattr, path.split("__"), obj)
+
+    account.short_description = "account"
+    account.admin_order_field = path
+    return account
 
 
 def _scoped_choices(request, formfield):

@@ -17,6 +17,7 @@ import pytest
 from django.apps import apps as django_apps
 from django.contrib import admin
 from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.admin.utils import label_for_field
 from django.contrib.contenttypes.models import ContentType
 from django.test import Client, RequestFactory
 from django.utils import timezone
@@ -210,6 +211,10 @@ def snapshot(account) -> dict:
     return rows
 
 
+def column_labels(changelist) -> list[str]:
+    return [label_for_field(c, changelist.model, changelist.model_admin) for c in changelist.list_display]
+
+
 def test_every_registered_admin_is_in_the_table():
     """A model registered later must be placed in the table (and in ADMIN_AREA) on purpose."""
     assert set(MODELS) == set(AREA)
@@ -324,3 +329,26 @@ def test_the_operator_sees_both_accounts_with_an_account_column(world):
     for side in (world["a"], world["b"]):
         assert side.objects["channels.channel"].title in page
         assert side.account.name in page
+
+
+@pytest.mark.parametrize("label", [label for label in MODELS if label != "accounts.account"])
+def test_every_operator_list_has_an_account_column_and_filter(world, label):
+    response = signed_in(world, "operator").get(urls(label))
+    assert response.status_code == 200
+    changelist = response.context["cl"]
+    assert "account" in column_labels(changelist)
+    content = response.content.decode()
+    for side in (world["a"], world["b"]):
+        assert side.account.name in content
+    account_filters = [f for f in changelist.filter_specs if getattr(f, "lookup_title", None) == "account"]
+    assert account_filters, [type(f).__name__ for f in changelist.filter_specs]
+
+
+@pytest.mark.parametrize("label", [label for label in MODELS if label != "accounts.account"])
+def test_an_account_admins_lists_have_no_account_column_or_filter(world, label):
+    response = signed_in(world, "admin_a").get(urls(label))
+    if response.status_code == 403:
+        return
+    changelist = response.context["cl"]
+    assert "account" not in column_labels(changelist)
+    assert not [f for f in changelist.filter_specs if getattr(f, "lookup_title", None) == "account"]
