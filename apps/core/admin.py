@@ -5,8 +5,6 @@ itself; it calls the same services as the API."""
 from collections.abc import Callable, Iterable
 from functools import cache, reduce
 
-from django.apps import apps as django_apps
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin import RelatedFieldListFilter
 from django.contrib.admin.utils import get_fields_from_path
@@ -15,6 +13,7 @@ from django.db import models, transaction
 from django.http import HttpResponseRedirect
 
 from apps.core.errors import DomainError
+from apps.core.scoping import account_path, is_account, of_account
 
 
 class DomainErrorsAsMessages:
@@ -66,33 +65,7 @@ def run_on_selected(
     return succeeded
 
 
-# --- One account's data: the scoping of every admin page -------------------------------------
-
-
-@cache
-def account_path(model: type[models.Model]) -> str | None:
-    """The lookup from `model` to the id of the account its rows belong to: "pk" for the account
-    itself, "account" for a model with the field, "channel__account" for a post, and so on
-    (the shortest chain of foreign keys). None when no chain leads to an account: such a model
-    is the operator's alone."""
-    target = django_apps.get_model(settings.ACCOUNT_MODEL)
-    if model is target:
-        return "pk"
-    paths: list[tuple[type[models.Model], str]] = [(model, "")]
-    seen = {model}
-    for _depth in range(4):
-        further = []
-        for current, prefix in paths:
-            for field in current._meta.get_fields():
-                if not (field.concrete and (field.many_to_one or field.one_to_one)) or field.related_model in seen:
-                    continue
-                path = f"{prefix}{field.name}"
-                if field.related_model is target:
-                    return path
-                seen.add(field.related_model)
-                further.append((field.related_model, f"{path}__"))
-        paths = further
-    return None
+# --- One account's data: the scoping of every admin page (see apps/core/scoping.py) ----------
 
 
 def own_account_id(request) -> int | None:
@@ -105,15 +78,7 @@ def scoped(request, queryset: models.QuerySet) -> models.QuerySet:
     rows of their own account for anyone else, nothing of a model that belongs to no account."""
     if request.user.is_superuser:
         return queryset
-    path = account_path(queryset.model)
-    account_id = request.user.account_id
-    if path is None or account_id is None:
-        return queryset.none()
-    return queryset.filter(**{path: account_id})
-
-
-def _is_account(model) -> bool:
-    return model is django_apps.get_model(settings.ACCOUNT_MODEL)
+    return of_account(queryset, request.user.account_id)
 
 
 class AccountRelatedFilter(RelatedFieldListFilter):
@@ -199,7 +164,7 @@ class AccountScopedAdmin:
         related = get_fields_from_path(self.model, item)[-1].related_model
         if related is None:
             return item
-        if _is_account(related):
+        if is_account(related):
             return None  # their own account is the only one
         return (item, AccountRelatedFilter)
 
@@ -212,7 +177,7 @@ def _is_relation(model, name) -> bool:
 
 
 def _names_account(model, item) -> bool:
-    return isinstance(item, str) and _is_account(get_fields_from_path(model, item)[-1].related_model)
+    return isinstance(item, str) and is_account(get_fields_from_path(model, item)[-1].related_model)
 
 
 @cache

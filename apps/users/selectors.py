@@ -3,13 +3,14 @@ organization's user is never found."""
 
 from django.db.models import Q, QuerySet
 
+from apps.core.scoping import of_account
 from apps.users.models import User, parse_user_id
 
 
 def user_of_account(*, account_id: int, user_id: object = None, email: str | None = None) -> User | None:
     """The account's user with this id (a user id as the API writes it, or an int) or this e-mail
     (any case); None when there is none."""
-    users = User.objects.select_related("account").filter(account_id=account_id)
+    users = of_account(User.objects.select_related("account"), account_id)
     if email is not None:
         return users.filter(email__iexact=email).first()
     pk = parse_user_id(user_id)
@@ -20,7 +21,7 @@ def users_of_account(
     *, account_id: int, role: str | None = None, status: str | None = None, search: str = ""
 ) -> QuerySet[User]:
     """The users list, in creation order, with its filters; an empty value is no filter."""
-    users = User.objects.filter(account_id=account_id).order_by("id")
+    users = of_account(User.objects.order_by("id"), account_id)
     if role:
         users = users.filter(role=role)
     if status:

@@ -22,7 +22,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
-from apps.core.admin import account_path
+from apps.core.scoping import account_path
 from apps.users.models import Role, Status
 from apps.webhooks import services as webhook_services
 from apps.webhooks.models import Attempt, Delivery, Event
