@@ -14,7 +14,8 @@ class TeamAdmin(admin.ModelAdmin):
     readonly_fields = ("created_at", "updated_at")
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(channel_count=Count("channels"))
+        # GROUP BY drops the model's default ordering; the autocomplete pages need one.
+        return super().get_queryset(request).annotate(channel_count=Count("channels")).order_by(*Team._meta.ordering)
 
     @admin.display(description="channels", ordering="channel_count")
     def channel_count(self, obj: Team) -> int:
