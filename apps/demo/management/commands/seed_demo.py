@@ -32,7 +32,7 @@ class Command(BaseCommand):
                 posts = ", ".join(f"{label} {pk}" for label, pk in account["posts"].items())
                 self.stdout.write(f"    api channel posts: {posts}")
             for role, login in account["logins"].items():
-                self.stdout.write(f"    {role} login  {login['username']} / {login['password']}")
+                self.stdout.write(f"    {role + ' login':12} {login['username']} / {login['password']}")
         login = result["admin_login"]
         self.stdout.write(f"Admin site login: {login['username']} / {login['password']}")
         first_key = result["accounts"][0]["keys"]["all"]
