@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from functools import cache, reduce
 
 from django.contrib import messages
-from django.contrib.admin import RelatedFieldListFilter
+from django.contrib.admin import RelatedFieldListFilter, RelatedOnlyFieldListFilter
 from django.contrib.admin.utils import get_fields_from_path
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models, transaction
@@ -159,14 +159,17 @@ class AccountScopedAdmin:
         return [scoped_filter for item in filters if (scoped_filter := self._scoped_filter(item)) is not None]
 
     def _scoped_filter(self, item):
-        if not isinstance(item, str):
-            return item  # a filter class of the admin's own, which filters the scoped rows
-        related = get_fields_from_path(self.model, item)[-1].related_model
+        if isinstance(item, type):
+            return item  # a filter of the admin's own, which filters the scoped rows
+        name, filter_class = (item, None) if isinstance(item, str) else item
+        related = get_fields_from_path(self.model, name)[-1].related_model
         if related is None:
             return item
         if is_account(related):
             return None  # their own account is the only one
-        return (item, AccountRelatedFilter)
+        if filter_class is not None and issubclass(filter_class, RelatedOnlyFieldListFilter):
+            return item  # offers only what the (scoped) rows refer to
+        return (name, AccountRelatedFilter)
 
 
 def _is_relation(model, name) -> bool:

@@ -352,3 +352,35 @@ def test_an_account_admins_lists_have_no_account_column_or_filter(world, label):
     changelist = response.context["cl"]
     assert "account" not in column_labels(changelist)
     assert not [f for f in changelist.filter_specs if getattr(f, "lookup_title", None) == "account"]
+
+
+def test_a_model_registered_later_is_scoped_with_its_own_filters(world):
+    """A new admin gets the scoping from the site, whatever list filters it declares."""
+    from django.contrib.admin import RelatedFieldListFilter, RelatedOnlyFieldListFilter
+
+    from apps.posts.models import Media
+    from apps.users.admin_site import ServiceAdminSite
+
+    site = ServiceAdminSite(name="later")
+
+    class MediaAdmin(admin.ModelAdmin):
+        list_filter = (
+            ("post", RelatedFieldListFilter),
+            ("post__channel__account", RelatedFieldListFilter),
+            ("post__channel", RelatedOnlyFieldListFilter),
+            "kind",
+        )
+
+    site.register(Media, MediaAdmin)
+    model_admin = site._registry[Media]
+    request = RequestFactory().get("/")
+    request.user = world["a"].admin
+    assert set(model_admin.get_queryset(request)) == set(
+        Media.objects.filter(post__channel__account=world["a"].account)
+    )
+    filters = model_admin.get_list_filter(request)
+    assert [item if isinstance(item, str) else (item[0], item[1].__name__) for item in filters] == [
+        ("post", "AccountRelatedFilter"),
+        ("post__channel", "RelatedOnlyFieldListFilter"),
+        "kind",
+    ]
