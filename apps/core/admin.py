@@ -3,14 +3,16 @@ as messages, and actions that run a service on each selected row. The admin chan
 itself; it calls the same services as the API."""
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import cache, reduce
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.admin import RelatedFieldListFilter, RelatedOnlyFieldListFilter
-from django.contrib.admin.utils import get_fields_from_path
-from django.core.exceptions import FieldDoesNotExist
+from django.contrib.admin.utils import get_fields_from_path, quote, unquote
+from django.core.exceptions import FieldDoesNotExist, PermissionDenied
 from django.db import models, transaction
-from django.http import HttpResponseRedirect
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import path, reverse
 
 from apps.core.errors import DomainError
 from apps.core.scoping import account_path, is_account, of_account
@@ -63,6 +65,74 @@ def run_on_selected(
     if succeeded and done:
         model_admin.message_user(request, done.format(count=succeeded))
     return succeeded
+
+
+# --- Buttons on an object's page ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ObjectButton:
+    """A button on an object's change page that POSTs to `<id>/<slug>/` and runs `service(obj)`
+    for a user with `permission` ("change", "view"...) on the object."""
+
+    slug: str
+    label: str
+    service: Callable
+    done: str
+    permission: str = "change"
+
+
+class ObjectButtonsAdmin(admin.ModelAdmin):
+    """ModelAdmin with per-object buttons (`object_buttons`): the bulk actions' services, one
+    object at a time, from its own page."""
+
+    change_form_template = "admin/object_buttons_change_form.html"
+    object_buttons: tuple[ObjectButton, ...] = ()
+
+    def get_urls(self):
+        # Ahead of Django's own: its "<path:object_id>/" catch-all would take these URLs.
+        return [
+            path(f"<path:object_id>/{button.slug}/", self._button_view(button), name=self._button_url_name(button))
+            for button in self.object_buttons
+        ] + super().get_urls()
+
+    def object_url(self, url_name: str, obj) -> str:
+        """The URL of this site's page `url_name` (without "admin:") for `obj`."""
+        return reverse(f"admin:{url_name}", args=(quote(obj.pk),), current_app=self.admin_site.name)
+
+    def _url_name(self, page: str) -> str:
+        return f"{self.opts.app_label}_{self.opts.model_name}_{page}"
+
+    def _button_url_name(self, button: ObjectButton) -> str:
+        return self._url_name(button.slug.replace("-", "_"))
+
+    def _may_press(self, request, obj, button: ObjectButton) -> bool:
+        return getattr(self, f"has_{button.permission}_permission")(request, obj)
+
+    def _button_view(self, button: ObjectButton):
+        def view(request, object_id):
+            if request.method != "POST":
+                return HttpResponseNotAllowed(["POST"])
+            # get_object is scoped: another account's id is answered as one that does not exist.
+            obj = self.get_object(request, unquote(object_id))
+            # The order of Django's change view: no permission, no word on whether the id exists.
+            if not self._may_press(request, obj, button):
+                raise PermissionDenied
+            if obj is None:
+                return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            run_on_selected(self, request, [obj], button.service, done=button.done)
+            return HttpResponseRedirect(self.object_url(self._url_name("change"), obj))
+
+        return self.admin_site.admin_view(view)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            context["object_buttons"] = [
+                {"label": button.label, "url": self.object_url(self._button_url_name(button), obj)}
+                for button in self.object_buttons
+                if self._may_press(request, obj, button)
+            ]
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 # --- One account's data: the scoping of every admin page (see apps/core/scoping.py) ----------

@@ -1,14 +1,24 @@
+import json
 import uuid
+from datetime import timedelta
 
 from django import forms
 from django.contrib import admin
+from django.contrib.humanize.templatetags.humanize import naturaltime
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from apps.core.admin import run_on_selected
+from apps.core.admin import ObjectButton, ObjectButtonsAdmin, run_on_selected
 from apps.webhooks import services
 from apps.webhooks.models import SUBSCRIBABLE_EVENTS, Attempt, Delivery, DeliveryStatus, WebhookEndpoint
+
+RECENT_DELIVERIES = 20
+SUCCESS_RATE_WINDOW = timedelta(hours=24)
 
 
 class WebhookEndpointForm(forms.ModelForm):
@@ -42,14 +52,110 @@ class ResendFailedForm(forms.Form):
     since = forms.DateTimeField(help_text="Re-send failed deliveries created at or after this time (UTC).")
 
 
+def _count(model, link: str, **filters) -> Coalesce:
+    """How many rows of `model` point (through `link`) at the outer row and match `filters`: a
+    subquery per row, which an index on `link` and the filtered columns answers, where a join
+    with COUNT would group every related row of every listed object."""
+    rows = model.objects.filter(**{link: OuterRef("pk")}, **filters).order_by().values(link)
+    return Coalesce(Subquery(rows.annotate(n=Count("pk")).values("n")), 0)
+
+
+def pretty(value) -> str:
+    """A body or a set of headers as people read them: JSON indented, anything else as it came."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def payload(value) -> str:
+    # The text comes from outside (event data, receivers' answers): escaped, never marked safe.
+    return format_html('<pre class="webhook-payload">{}</pre>', pretty(value))
+
+
 @admin.register(WebhookEndpoint)
-class WebhookEndpointAdmin(admin.ModelAdmin):
+class WebhookEndpointAdmin(ObjectButtonsAdmin):
     form = WebhookEndpointForm
-    list_display = ("url", "account", "enabled", "event_list", "disabled_reason", "created_at")
+    list_display = (
+        "url", "account", "state", "event_list", "last_result", "success_rate", "pending", "created_at",
+    )  # fmt: skip
     list_filter = ("enabled", "account")
     search_fields = ("url", "description")
-    readonly_fields = ("secret_display", "disabled_reason", "created_at", "updated_at")
+    readonly_fields = ("secret_display", "disabled_reason", "created_at", "updated_at", "recent_deliveries")
     actions = ["send_test_event", "rotate_secret", "resend_failed", "enable", "disable"]
+    object_buttons = (
+        ObjectButton(
+            "send-test",
+            "Send test event",
+            lambda endpoint: services.endpoint_send_test(endpoint=endpoint),
+            "Test event queued; it is listed under Recent deliveries.",
+        ),
+        ObjectButton(
+            "rotate-secret",
+            "Rotate secret",
+            lambda endpoint: services.endpoint_rotate_secret(endpoint=endpoint),
+            "Signing secret rotated; receivers need the new one.",
+        ),
+    )
+
+    class Media:
+        css = {"all": ["webhooks/admin.css"]}
+        js = ["webhooks/copy.js"]
+
+    def get_queryset(self, request):
+        newest = Delivery.objects.filter(endpoint=OuterRef("pk")).order_by("-created_at")
+        recent = {"created_at__gte": timezone.now() - SUCCESS_RATE_WINDOW}
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                last_status=Subquery(newest.values("status")[:1]),
+                last_code=Subquery(newest.values("last_status_code")[:1]),
+                last_at=Subquery(newest.values("created_at")[:1]),
+                succeeded_recently=_count(Delivery, "endpoint", status=DeliveryStatus.SUCCEEDED, **recent),
+                failed_recently=_count(Delivery, "endpoint", status=DeliveryStatus.FAILED, **recent),
+                pending_count=_count(Delivery, "endpoint", status=DeliveryStatus.PENDING),
+            )
+        )
+
+    def get_fieldsets(self, request, obj=None):
+        fields = [name for name in self.get_fields(request, obj) if name != "recent_deliveries"]
+        fieldsets = [(None, {"fields": fields})]
+        if obj is not None:
+            fieldsets.append(("Recent deliveries", {"fields": ["recent_deliveries"]}))
+        return fieldsets
+
+    @admin.display(description="state", ordering="enabled")
+    def state(self, obj: WebhookEndpoint) -> str:
+        if obj.enabled:
+            return "Enabled"
+        return format_html('Disabled<div class="help">{}</div>', obj.disabled_reason)
+
+    @admin.display(description="last delivery", ordering="last_at")
+    def last_result(self, obj: WebhookEndpoint) -> str:
+        if obj.last_at is None:
+            return "—"
+        return format_html(
+            '{} · {} · <time datetime="{}" title="{}">{}</time>',
+            DeliveryStatus(obj.last_status).label,
+            f"HTTP {obj.last_code}" if obj.last_code is not None else "no response",
+            obj.last_at.isoformat(),
+            f"{obj.last_at:%Y-%m-%d %H:%M:%S} UTC",
+            naturaltime(obj.last_at),
+        )
+
+    @admin.display(description="success, 24 h")
+    def success_rate(self, obj: WebhookEndpoint) -> str:
+        finished = obj.succeeded_recently + obj.failed_recently
+        if not finished:
+            return "—"
+        return f"{obj.succeeded_recently / finished:.0%} ({obj.succeeded_recently} of {finished})"
+
+    @admin.display(description="pending", ordering="pending_count")
+    def pending(self, obj: WebhookEndpoint) -> int:
+        return obj.pending_count
 
     @admin.display(description="events")
     def event_list(self, obj: WebhookEndpoint) -> str:
@@ -59,7 +165,27 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
     def secret_display(self, obj: WebhookEndpoint) -> str:
         if not obj.pk:
             return "Generated when the endpoint is saved."
-        return format_html("<code>{}</code>", obj.secret)
+        return format_html(
+            '<code id="webhook-secret">{}</code> '
+            '<button type="button" class="button" data-copy-target="webhook-secret">Copy</button>',
+            obj.secret,
+        )
+
+    @admin.display(description="latest")
+    def recent_deliveries(self, obj: WebhookEndpoint) -> str:
+        deliveries = (
+            obj.deliveries.select_related("event")
+            .annotate(attempts_made=_count(Attempt, "delivery"))
+            .order_by("-created_at")[:RECENT_DELIVERIES]
+        )
+        all_url = reverse("admin:webhooks_delivery_changelist", current_app=self.admin_site.name)
+        return render_to_string(
+            "admin/webhooks/recent_deliveries.html",
+            {
+                "deliveries": [(d, self.object_url("webhooks_delivery_change", d)) for d in deliveries],
+                "all_url": f"{all_url}?endpoint__id__exact={obj.pk}",
+            },
+        )
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
@@ -140,12 +266,16 @@ class AttemptInline(admin.TabularInline):
 
     @admin.display(description="request / response")
     def headers_and_bodies(self, obj: Attempt) -> str:
-        return format_html(
-            "<details><summary>show</summary><pre>{}</pre><pre>{}</pre><pre>{}</pre><pre>{}</pre></details>",
-            obj.request_headers,
-            obj.request_body,
-            obj.response_headers,
-            obj.response_body,
+        return render_to_string(
+            "admin/webhooks/attempt_exchange.html",
+            {
+                "parts": [
+                    ("Request headers", payload(obj.request_headers)),
+                    ("Request body", payload(obj.request_body)),
+                    ("Response headers", payload(obj.response_headers)),
+                    ("Response body", payload(obj.response_body) if obj.response_body else "(empty)"),
+                ]
+            },
         )
 
     def has_add_permission(self, request, obj=None):
@@ -153,7 +283,7 @@ class AttemptInline(admin.TabularInline):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(ObjectButtonsAdmin):
     list_display = ("id", "event_kind", "endpoint", "status", "attempts", "last_status_code", "created_at")
     list_filter = ("status", "event__kind", "endpoint", "created_at")
     date_hierarchy = "created_at"
@@ -167,6 +297,19 @@ class DeliveryAdmin(admin.ModelAdmin):
         "last_error", "delivered_at", "created_at", "event_body",
     )  # fmt: skip
     readonly_fields = fields
+    # "view", as the retry_now action: sending a delivery again changes nothing of it but its history.
+    object_buttons = (
+        ObjectButton(
+            "retry",
+            "Retry now",
+            lambda delivery: services.delivery_retry_now(delivery=delivery),
+            "Retrying now; the attempt is listed below once it is made.",
+            permission="view",
+        ),
+    )
+
+    class Media:
+        css = {"all": ["webhooks/admin.css"]}
 
     @admin.display(description="event", ordering="event__kind")
     def event_kind(self, obj: Delivery) -> str:
@@ -174,7 +317,7 @@ class DeliveryAdmin(admin.ModelAdmin):
 
     @admin.display(description="body")
     def event_body(self, obj: Delivery) -> str:
-        return format_html("<pre>{}</pre>", obj.event.body)
+        return payload(obj.event.body)
 
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()

@@ -1,17 +1,37 @@
+import html
 import json
+import re
 from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection, transaction
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.webhooks import services
 from apps.webhooks.models import Attempt, Delivery, DeliveryStatus, Event, WebhookEndpoint
-from apps.webhooks.services import delivery_attempt
-from tests.factories import AccountFactory
+from apps.webhooks.services import delivery_attempt, event_emit
+from tests.factories import AccountFactory, AdminUserFactory, OperatorFactory, UserFactory, WebhookEndpointFactory
 
 pytestmark = pytest.mark.django_db
+
+ENDPOINTS = "/admin/webhooks/webhookendpoint/"
+DELIVERIES = "/admin/webhooks/delivery/"
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+    return client
+
+
+@pytest.fixture
+def settings_client(account):
+    """An admin of the account, in its Settings area."""
+    return signed_in(AdminUserFactory(account=account))
 
 
 @pytest.fixture
@@ -162,3 +182,170 @@ def test_add_webhook_command_prints_id_and_secret(private_targets):
     assert endpoint.events == ["post.published", "post.unpublished"]
     with pytest.raises(CommandError, match="Unknown events"):
         call_command("add_webhook", account=account.pk, url="http://127.0.0.1:9/x", events="nope")
+
+
+# --- The Settings / Webhooks pages --------------------------------------------------------------
+
+
+def delivery_of(endpoint, status, *, ago: timedelta, code: int | None = None) -> Delivery:
+    created = timezone.now() - ago
+    event = Event.objects.create(account=endpoint.account, kind="post.published", body="{}", created_at=created)
+    return Delivery.objects.create(
+        event=event, endpoint=endpoint, status=status, last_status_code=code, created_at=created
+    )
+
+
+def list_row(page: str, endpoint) -> dict[str, str]:
+    """The text of each column of the endpoint's row in a change list, by field name."""
+    for row in re.findall(r"<tr>(.*?)</tr>", page, re.S):
+        if f'name="_selected_action" value="{endpoint.pk}"' in row:
+            cells = re.findall(r'<t[dh] class="field-(\w+)[^"]*">(.*?)</t[dh]>', row, re.S)
+            return {name: " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split()) for name, text in cells}
+    raise AssertionError(f"no row for endpoint {endpoint.pk}")
+
+
+def test_endpoint_list_shows_state_last_result_success_rate_and_pending(settings_client, account):
+    busy = WebhookEndpointFactory(account=account)
+    for _ in range(3):
+        delivery_of(busy, DeliveryStatus.SUCCEEDED, code=200, ago=timedelta(hours=2))
+    delivery_of(busy, DeliveryStatus.FAILED, code=503, ago=timedelta(minutes=5))
+    delivery_of(busy, DeliveryStatus.FAILED, code=500, ago=timedelta(days=3))  # outside the 24 h
+    delivery_of(busy, DeliveryStatus.PENDING, ago=timedelta(minutes=10))
+    delivery_of(busy, DeliveryStatus.PENDING, ago=timedelta(days=2))
+    gone = WebhookEndpointFactory(account=account, enabled=False, disabled_reason="Disabled after 410 Gone")
+
+    page = settings_client.get(ENDPOINTS).content.decode()
+
+    row = list_row(page, busy)
+    assert row["state"] == "Enabled"
+    assert row["last_result"] == "Failed · HTTP 503 · 5 minutes ago"
+    assert row["success_rate"] == "75% (3 of 4)"
+    assert row["pending"] == "2"
+    row = list_row(page, gone)
+    assert row["state"] == "Disabled Disabled after 410 Gone"
+    assert row["last_result"] == row["success_rate"] == "—"
+    assert row["pending"] == "0"
+
+
+@pytest.mark.parametrize("who", ["account admin", "operator"])
+def test_endpoint_list_costs_as_many_queries_for_10_endpoints_as_for_2(account, who):
+    client = signed_in(AdminUserFactory(account=account) if who == "account admin" else OperatorFactory())
+
+    def queries_with(count: int) -> int:
+        while WebhookEndpoint.objects.count() < count:
+            endpoint = WebhookEndpointFactory(account=account)
+            delivery_of(endpoint, DeliveryStatus.SUCCEEDED, code=200, ago=timedelta(hours=1))
+            delivery_of(endpoint, DeliveryStatus.PENDING, ago=timedelta(minutes=1))
+        with CaptureQueriesContext(connection) as queries:
+            page = client.get(ENDPOINTS).content.decode()
+        assert page.count('name="_selected_action"') == count
+        return len(queries)
+
+    assert queries_with(2) == queries_with(10)
+
+
+def test_endpoint_page_shows_the_buttons_the_secret_to_copy_and_the_recent_deliveries(settings_client, endpoint, emit):
+    deliveries = [emit().deliveries.get() for _ in range(22)]
+
+    page = settings_client.get(f"{ENDPOINTS}{endpoint.pk}/change/").content.decode()
+
+    for action in ("send-test", "rotate-secret"):
+        form = re.search(rf'<form method="post" action="{ENDPOINTS}{endpoint.pk}/{action}/">(.*?)</form>', page, re.S)
+        assert form and 'name="csrfmiddlewaretoken"' in form[1]
+    assert f'<code id="webhook-secret">{endpoint.secret}</code>' in page
+    assert 'data-copy-target="webhook-secret"' in page and "webhooks/copy.js" in page
+    listed = re.findall(rf'href="{DELIVERIES}([0-9a-f-]+)/change/">post.published</a>', page)
+    assert listed == [str(d.pk) for d in reversed(deliveries[2:])]  # the 20 newest, newest first
+    assert f"{DELIVERIES}?endpoint__id__exact={endpoint.pk}" in page
+
+
+def test_send_test_button_queues_a_test_event_for_that_endpoint(settings_client, endpoint):
+    WebhookEndpointFactory(account=endpoint.account)
+    response = settings_client.post(f"{ENDPOINTS}{endpoint.pk}/send-test/")
+    assert response.status_code == 302 and response["Location"] == f"{ENDPOINTS}{endpoint.pk}/change/"
+    delivery = Delivery.objects.get()
+    assert delivery.endpoint_id == endpoint.pk and delivery.event.kind == "webhook.test"
+    page = settings_client.get(response["Location"]).content.decode()
+    assert "Test event queued" in page and f"{DELIVERIES}{delivery.pk}/change/" in page
+
+
+def test_rotate_secret_button(settings_client, endpoint):
+    old = endpoint.secret
+    response = settings_client.post(f"{ENDPOINTS}{endpoint.pk}/rotate-secret/", follow=True)
+    endpoint.refresh_from_db()
+    assert endpoint.secret != old
+    page = response.content.decode()
+    assert "Signing secret rotated" in page and endpoint.secret in page
+
+
+def test_retry_button_sends_the_delivery_again_with_a_manual_attempt(
+    settings_client, endpoint, emit, receiver, run_on_commit, attempts_inline
+):
+    delivery = failed_delivery(emit, receiver)
+    receiver.default = (200, 0)
+    response = run_on_commit(lambda: settings_client.post(f"{DELIVERIES}{delivery.pk}/retry/"))
+    assert response.status_code == 302 and response["Location"] == f"{DELIVERIES}{delivery.pk}/change/"
+    [request] = receiver.wait_for(1)
+    assert request.headers["X-Service-Delivery"] == str(delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.status == DeliveryStatus.SUCCEEDED
+    assert Attempt.objects.get(delivery=delivery).trigger == "manual"
+
+
+def test_the_buttons_answer_only_posts(settings_client, endpoint, emit):
+    delivery = emit().deliveries.get()
+    secret = endpoint.secret
+    for url in (
+        f"{ENDPOINTS}{endpoint.pk}/send-test/",
+        f"{ENDPOINTS}{endpoint.pk}/rotate-secret/",
+        f"{DELIVERIES}{delivery.pk}/retry/",
+    ):
+        assert settings_client.get(url).status_code == 405
+    endpoint.refresh_from_db()
+    assert endpoint.secret == secret and Delivery.objects.count() == 1
+
+
+def test_another_accounts_objects_do_not_exist_for_the_buttons(
+    settings_client, receiver, private_targets, run_on_commit, attempts_inline
+):
+    theirs = WebhookEndpointFactory(account=AccountFactory(), url=receiver.url)
+    with transaction.atomic():
+        their_delivery = event_emit(account=theirs.account, kind="post.published", data={}).deliveries.get()
+    secret = theirs.secret
+    for url, name, pk in (
+        (f"{ENDPOINTS}{theirs.pk}/send-test/", "Webhook endpoint", theirs.pk),
+        (f"{ENDPOINTS}{theirs.pk}/rotate-secret/", "Webhook endpoint", theirs.pk),
+        (f"{DELIVERIES}{their_delivery.pk}/retry/", "Delivery", their_delivery.pk),
+    ):
+        response = run_on_commit(lambda url=url: settings_client.post(url))
+        assert response.status_code == 302 and response["Location"] == "/admin/"
+        page = settings_client.get("/admin/").content.decode()
+        assert html.unescape(page).count(f"{name} with ID \u201c{pk}\u201d doesn\u2019t exist") == 1
+    theirs.refresh_from_db()
+    assert theirs.secret == secret
+    assert not Event.objects.filter(kind="webhook.test").exists()
+    assert not Attempt.objects.exists() and receiver.requests == []
+
+
+def test_an_editor_may_not_press_the_buttons(account, endpoint, emit):
+    client = signed_in(UserFactory(account=account))
+    delivery = emit().deliveries.get()
+    assert client.post(f"{ENDPOINTS}{endpoint.pk}/rotate-secret/").status_code == 403
+    assert client.post(f"{DELIVERIES}{delivery.pk}/retry/").status_code == 403
+
+
+def test_delivery_page_shows_body_and_attempts_pretty_printed_and_escaped(settings_client, endpoint, emit, receiver):
+    receiver.body = b"<b>not json</b>"
+    delivery = emit(data={"post": {"id": 7}}).deliveries.get()
+    delivery_attempt(delivery_id=str(delivery.pk))
+
+    page = settings_client.get(f"{DELIVERIES}{delivery.pk}/change/").content.decode()
+
+    shown = html.unescape(page)
+    assert '{\n  "event": "post.published",\n' in shown
+    assert '\n  "data": {\n    "post": {\n      "id": 7\n    }\n  }\n}' in shown
+    assert '\n  "X-Service-Event": "post.published",\n' in shown  # the request's headers
+    assert "&lt;b&gt;not json&lt;/b&gt;" in page and "<b>not json</b>" not in page
+    assert 'class="webhook-payload"' in page and "webhooks/admin.css" in page
+    retry = re.search(rf'<form method="post" action="{DELIVERIES}{delivery.pk}/retry/">(.*?)</form>', page, re.S)
+    assert retry and "Retry now" in retry[1]
