@@ -16,6 +16,7 @@ import pytest
 import requests
 from django.conf import settings
 from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
 
 from apps.webhooks.models import Event
@@ -113,6 +114,13 @@ def run_together(calls) -> list:
     for thread in threads:
         thread.join(timeout=30)
     return results
+
+
+def admin_session(user) -> Client:
+    """A browser session signed in as `user` (the way a password sign-in leaves it)."""
+    client = Client()
+    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+    return client
 
 
 def wait_until(condition, timeout: float = 30.0, step: float = 0.2, action=None) -> None:

@@ -26,6 +26,7 @@ from apps.core.scoping import account_path
 from apps.users.models import Role, Status
 from apps.webhooks import services as webhook_services
 from apps.webhooks.models import Attempt, Delivery, Event
+from tests.conftest import admin_session
 from tests.factories import (
     AccountFactory,
     ApiKeyFactory,
@@ -144,9 +145,9 @@ def world(monkeypatch):
     return {"a": a, "b": b, "suspended": suspended, "operator": OperatorFactory(email="root@service.example")}
 
 
-def signed_in(world, who: str) -> Client:
+def user_of(world, who: str):
     a, b = world["a"], world["b"]
-    user = {
+    return {
         "operator": world["operator"],
         "admin_a": a.admin,
         "editor_a": a.editor,
@@ -154,8 +155,11 @@ def signed_in(world, who: str) -> Client:
         "admin_b": b.admin,
         "suspended_admin_a": world["suspended"],
     }[who]
-    client = Client()
-    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+
+
+def signed_in(world, who: str) -> Client:
+    user = user_of(world, who)
+    client = admin_session(user)
     if who == "suspended_admin_a":
         # Signed in while active; the suspension must take effect at the next request.
         type(user).objects.filter(pk=user.pk).update(status=Status.SUSPENDED)
@@ -276,15 +280,11 @@ def _actions(world, who: str, label: str) -> list[str]:
     """The actions the admin offers this user on this model."""
     model_admin = admin.site._registry[django_apps.get_model(label)]
     request = RequestFactory().get("/admin/")
-    request.user = signed_in(world, who) and _user(world, who)
+    request.user = user_of(world, who)
+    request.user.refresh_from_db()  # the suspended admin's status is changed in the database
     if not model_admin.has_view_or_change_permission(request):
         return []
     return list(model_admin.get_actions(request))
-
-
-def _user(world, who: str):
-    a, b = world["a"], world["b"]
-    return {"admin_a": a.admin, "editor_a": a.editor, "admin_b": b.admin}.get(who) or world["suspended"]
 
 
 @pytest.mark.parametrize(

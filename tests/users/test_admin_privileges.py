@@ -12,6 +12,7 @@ from apps.channels.models import Channel, Team
 from apps.posts.models import Tag
 from apps.users.models import Role, Status
 from apps.webhooks.models import WebhookEndpoint
+from tests.conftest import admin_session
 from tests.factories import (
     AccountFactory,
     AdminUserFactory,
@@ -24,12 +25,6 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 User = get_user_model()
 PASSWORD = "a-Long-unusual-passphrase-42"
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
-    return client
 
 
 def test_a_member_of_an_account_can_never_be_a_superuser():
@@ -54,7 +49,7 @@ def test_posting_privilege_fields_and_another_account_changes_nothing():
     admin = AdminUserFactory()
     member = UserFactory(account=admin.account, role=Role.EDITOR)
     other = AccountFactory()
-    client = signed_in(admin)
+    client = admin_session(admin)
     data = {
         "name": "Renamed",
         "role": Role.EDITOR,
@@ -80,7 +75,7 @@ def test_posting_privilege_fields_and_another_account_changes_nothing():
 def test_every_add_form_puts_the_new_object_in_the_users_own_account(private_targets):
     admin = AdminUserFactory()
     other = AccountFactory().pk
-    client = signed_in(admin)
+    client = admin_session(admin)
     posts = [
         ("/admin/channels/team/add/", {"name": "Mine", "account": other}),
         (
@@ -110,14 +105,14 @@ def test_every_add_form_puts_the_new_object_in_the_users_own_account(private_tar
 
 
 def test_an_add_form_offers_no_account_to_pick():
-    page = signed_in(AdminUserFactory()).get("/admin/webhooks/webhookendpoint/add/")
+    page = admin_session(AdminUserFactory()).get("/admin/webhooks/webhookendpoint/add/")
     assert "account" not in page.context["adminform"].form.fields
 
 
 def test_a_user_of_another_account_cannot_be_the_owner_of_a_new_key():
     admin = AdminUserFactory()
     stranger = AdminUserFactory()
-    response = signed_in(admin).post(
+    response = admin_session(admin).post(
         "/admin/accounts/apikey/add/", {"name": "theirs", "user": stranger.pk, "scopes": [Scope.READ_POSTS]}
     )
     assert response.status_code == 200
@@ -127,7 +122,7 @@ def test_a_user_of_another_account_cannot_be_the_owner_of_a_new_key():
 
 def test_role_and_status_changes_take_effect_at_the_next_request():
     admin = AdminUserFactory()
-    client = signed_in(admin)
+    client = admin_session(admin)
     assert client.get("/admin/webhooks/webhookendpoint/").status_code == 200
     User.objects.filter(pk=admin.pk).update(role=Role.EDITOR)
     assert client.get("/admin/webhooks/webhookendpoint/").status_code == 403
@@ -151,7 +146,7 @@ def test_a_viewer_signing_in_is_told_why_the_admin_is_closed():
 
 
 def test_a_signed_in_viewer_gets_a_no_access_page_and_can_sign_out():
-    client = signed_in(UserFactory(role=Role.VIEWER))
+    client = admin_session(UserFactory(role=Role.VIEWER))
     page = client.get("/admin/")
     assert page.status_code == 403
     assert "No access" in page.content.decode()
@@ -161,10 +156,10 @@ def test_a_signed_in_viewer_gets_a_no_access_page_and_can_sign_out():
 
 def test_the_index_tells_each_kind_of_user_what_their_area_is():
     admin = AdminUserFactory()
-    assert f"Settings of {admin.account.name}" in signed_in(admin).get("/admin/").content.decode()
+    assert f"Settings of {admin.account.name}" in admin_session(admin).get("/admin/").content.decode()
     editor = UserFactory(role=Role.EDITOR)
-    assert f"Content of {editor.account.name}" in signed_in(editor).get("/admin/").content.decode()
-    assert "Operator console" in signed_in(OperatorFactory()).get("/admin/").content.decode()
+    assert f"Content of {editor.account.name}" in admin_session(editor).get("/admin/").content.decode()
+    assert "Operator console" in admin_session(OperatorFactory()).get("/admin/").content.decode()
 
 
 # --- SSO cannot climb ---
@@ -190,5 +185,5 @@ def test_an_sso_sign_in_gives_what_the_users_own_sign_in_gives(role, admin_statu
     client = Client()
     assert client.get(f"/sso/login?token={token.raw}").status_code in (302, 303)
     assert client.get("/admin/webhooks/webhookendpoint/").status_code == admin_status
-    password_client = signed_in(user)
+    password_client = admin_session(user)
     assert password_client.get("/admin/webhooks/webhookendpoint/").status_code == admin_status

@@ -7,13 +7,13 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection, transaction
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.webhooks import services
 from apps.webhooks.models import Attempt, Delivery, DeliveryStatus, Event, WebhookEndpoint
 from apps.webhooks.services import delivery_attempt, event_emit
+from tests.conftest import admin_session
 from tests.factories import AccountFactory, AdminUserFactory, OperatorFactory, UserFactory, WebhookEndpointFactory
 
 pytestmark = pytest.mark.django_db
@@ -22,16 +22,10 @@ ENDPOINTS = "/admin/webhooks/webhookendpoint/"
 DELIVERIES = "/admin/webhooks/delivery/"
 
 
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
-    return client
-
-
 @pytest.fixture
 def settings_client(account):
     """An admin of the account, in its Settings area."""
-    return signed_in(AdminUserFactory(account=account))
+    return admin_session(AdminUserFactory(account=account))
 
 
 @pytest.fixture
@@ -229,7 +223,7 @@ def test_endpoint_list_shows_state_last_result_success_rate_and_pending(settings
 
 @pytest.mark.parametrize("who", ["account admin", "operator"])
 def test_endpoint_list_costs_as_many_queries_for_10_endpoints_as_for_2(account, who):
-    client = signed_in(AdminUserFactory(account=account) if who == "account admin" else OperatorFactory())
+    client = admin_session(AdminUserFactory(account=account) if who == "account admin" else OperatorFactory())
 
     def queries_with(count: int) -> int:
         while WebhookEndpoint.objects.count() < count:
@@ -328,7 +322,7 @@ def test_another_accounts_objects_do_not_exist_for_the_buttons(
 
 
 def test_an_editor_may_not_press_the_buttons(account, endpoint, emit):
-    client = signed_in(UserFactory(account=account))
+    client = admin_session(UserFactory(account=account))
     delivery = emit().deliveries.get()
     assert client.post(f"{ENDPOINTS}{endpoint.pk}/rotate-secret/").status_code == 403
     assert client.post(f"{DELIVERIES}{delivery.pk}/retry/").status_code == 403
