@@ -1,8 +1,8 @@
 from django import forms
 from django.contrib import admin
-from django.db.models import Count
 
 from apps.channels.models import Channel, Team
+from apps.core.counts import count_of
 
 
 @admin.register(Team)
@@ -14,8 +14,7 @@ class TeamAdmin(admin.ModelAdmin):
     readonly_fields = ("created_at", "updated_at")
 
     def get_queryset(self, request):
-        # GROUP BY drops the model's default ordering; the autocomplete pages need one.
-        return super().get_queryset(request).annotate(channel_count=Count("channels")).order_by(*Team._meta.ordering)
+        return super().get_queryset(request).annotate(channel_count=count_of(Channel, "team"))
 
     @admin.display(description="channels", ordering="channel_count")
     def channel_count(self, obj: Team) -> int:

@@ -1,7 +1,8 @@
 from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models.functions import Coalesce
+
+from apps.core.counts import count_of
 
 
 class Platform(models.TextChoices):
@@ -38,17 +39,7 @@ class ChannelQuerySet(models.QuerySet):
         A correlated subquery rather than COUNT over a join: the database counts only the
         channels of the page it returns, through the (channel, id) index of posts.
         """
-        post_model = apps.get_model("posts", "Post")
-        counts = (
-            post_model.objects.filter(channel=models.OuterRef("pk"))
-            .order_by()
-            .values("channel")
-            .annotate(n=models.Count("pk"))
-            .values("n")
-        )
-        return self.select_related("team").annotate(
-            posts_count=Coalesce(models.Subquery(counts, output_field=models.IntegerField()), 0)
-        )
+        return self.select_related("team").annotate(posts_count=count_of(apps.get_model("posts", "Post"), "channel"))
 
 
 class Channel(models.Model):

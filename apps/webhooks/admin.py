@@ -5,8 +5,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib import admin
 from django.contrib.humanize.templatetags.humanize import naturaltime
-from django.db.models import Count, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import OuterRef, Subquery
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -14,6 +13,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from apps.core.admin import ObjectButton, ObjectButtonsAdmin, run_on_selected
+from apps.core.counts import count_of
 from apps.webhooks import services
 from apps.webhooks.models import SUBSCRIBABLE_EVENTS, Attempt, Delivery, DeliveryStatus, WebhookEndpoint
 
@@ -50,14 +50,6 @@ def _url(endpoint: WebhookEndpoint) -> str:
 
 class ResendFailedForm(forms.Form):
     since = forms.DateTimeField(help_text="Re-send failed deliveries created at or after this time (UTC).")
-
-
-def _count(model, link: str, **filters) -> Coalesce:
-    """How many rows of `model` point (through `link`) at the outer row and match `filters`: a
-    subquery per row, which an index on `link` and the filtered columns answers, where a join
-    with COUNT would group every related row of every listed object."""
-    rows = model.objects.filter(**{link: OuterRef("pk")}, **filters).order_by().values(link)
-    return Coalesce(Subquery(rows.annotate(n=Count("pk")).values("n")), 0)
 
 
 def pretty(value) -> str:
@@ -114,9 +106,9 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
                 last_status=Subquery(newest.values("status")[:1]),
                 last_code=Subquery(newest.values("last_status_code")[:1]),
                 last_at=Subquery(newest.values("created_at")[:1]),
-                succeeded_recently=_count(Delivery, "endpoint", status=DeliveryStatus.SUCCEEDED, **recent),
-                failed_recently=_count(Delivery, "endpoint", status=DeliveryStatus.FAILED, **recent),
-                pending_count=_count(Delivery, "endpoint", status=DeliveryStatus.PENDING),
+                succeeded_recently=count_of(Delivery, "endpoint", status=DeliveryStatus.SUCCEEDED, **recent),
+                failed_recently=count_of(Delivery, "endpoint", status=DeliveryStatus.FAILED, **recent),
+                pending_count=count_of(Delivery, "endpoint", status=DeliveryStatus.PENDING),
             )
         )
 
@@ -175,7 +167,7 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
     def recent_deliveries(self, obj: WebhookEndpoint) -> str:
         deliveries = (
             obj.deliveries.select_related("event")
-            .annotate(attempts_made=_count(Attempt, "delivery"))
+            .annotate(attempts_made=count_of(Attempt, "delivery"))
             .order_by("-created_at")[:RECENT_DELIVERIES]
         )
         all_url = reverse("admin:webhooks_delivery_changelist", current_app=self.admin_site.name)
