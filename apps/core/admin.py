@@ -177,17 +177,21 @@ class AccountScopedAdmin:
     def formfield_for_manytomany(self, db_field, request, **kwargs):
         return _scoped_choices(request, super().formfield_for_manytomany(db_field, request, **kwargs))
 
+    def _fills_in_account(self, request) -> bool:
+        """Whether the model's own `account` field is the user's to leave alone (not an operator)."""
+        return own_account_id(request) is not None and account_path(self.model) == "account"
+
     def get_readonly_fields(self, request, obj=None):
         fields = tuple(super().get_readonly_fields(request, obj))
-        if own_account_id(request) is not None and account_path(self.model) == "account" and "account" not in fields:
+        if self._fills_in_account(request) and "account" not in fields:
             fields += ("account",)
         return fields
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
-        account_id = own_account_id(request)
-        if obj is not None or account_id is None or account_path(self.model) != "account":
+        if obj is not None or not self._fills_in_account(request):
             return form
+        account_id = own_account_id(request)
 
         class InOwnAccount(form):
             def __init__(self, *args, **kwargs):

@@ -80,8 +80,7 @@ class ServiceAdminSite(admin.AdminSite):
         inner = super().admin_view(view, cacheable)
 
         def signed_in_without_access(request, *args, **kwargs):
-            user = request.user
-            if user.is_authenticated and not self.has_permission(request):
+            if self._signed_in_without_access(request):
                 if request.path == reverse("admin:logout", current_app=self.name):
                     return view(request, *args, **kwargs)  # LogoutView: POST with a CSRF token only
                 # Django would send them back to the login form without a word; say why.
@@ -89,6 +88,9 @@ class ServiceAdminSite(admin.AdminSite):
             return inner(request, *args, **kwargs)
 
         return update_wrapper(signed_in_without_access, inner)
+
+    def _signed_in_without_access(self, request) -> bool:
+        return request.user.is_authenticated and not self.has_permission(request)
 
     def no_access(self, request):
         context = {
@@ -100,7 +102,7 @@ class ServiceAdminSite(admin.AdminSite):
         return TemplateResponse(request, "admin/no_access.html", context, status=403)
 
     def login(self, request, extra_context=None):
-        if request.method == "GET" and request.user.is_authenticated and not self.has_permission(request):
+        if request.method == "GET" and self._signed_in_without_access(request):
             return self.no_access(request)
         response = super().login(request, extra_context)
         # Django's LoginView answers a POST with a redirect only when the credentials were valid
