@@ -102,6 +102,8 @@ class Delivery(models.Model):
                 condition=models.Q(status="pending"),
             ),
             models.Index(fields=["endpoint", "status", "created_at"]),
+            # An endpoint's newest deliveries, whatever their status (the endpoint list and page).
+            models.Index(fields=["endpoint", "created_at"], name="delivery_endpoint_newest"),
         ]
 
     def __str__(self) -> str:
