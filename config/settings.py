@@ -5,10 +5,12 @@ run the service on one machine with nothing installed: SQLite and a filesystem C
 Production differs only by environment variables.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.dateparse import parse_duration
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -32,6 +34,15 @@ def _positive_int(name: str, default: int) -> int:
     value = env.int(name, default=default)
     if value <= 0:
         raise ImproperlyConfigured(f"{name} must be a positive integer, got {value}")
+    return value
+
+
+def _duration(name: str, default: str) -> timedelta:
+    """A positive duration: seconds (`432000`), ISO 8601 (`P5D`, `PT90M`) or Django's `5 00:00:00`."""
+    raw = env.str(name, default=default).strip()
+    value = parse_duration(raw)
+    if value is None or value <= timedelta(0):
+        raise ImproperlyConfigured(f"{name} must be a positive duration (seconds, or ISO 8601 like P5D), got {raw!r}")
     return value
 
 
@@ -390,6 +401,15 @@ WEBHOOK_HISTORY_DAYS = _positive_int("WEBHOOK_HISTORY_DAYS", 30)
 # one claim, one read and one write for all of them instead of for each.
 WEBHOOK_BATCH_SIZE = _positive_int("WEBHOOK_BATCH_SIZE", 50)
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
+# Attempts in flight at once per worker process (threads), so a receiver that hangs holds up a
+# thread, not the worker; and batches in flight at once per endpoint, over all workers, so one
+# endpoint's backlog or hang never takes more than that many of them.
+WEBHOOK_SENDERS = _positive_int("WEBHOOK_SENDERS", 16)
+WEBHOOK_ENDPOINT_CONCURRENCY = _positive_int("WEBHOOK_ENDPOINT_CONCURRENCY", 2)
+# After this many failed attempts in a row an endpoint is held back (one probe per back-off).
+WEBHOOK_BREAKER_THRESHOLD = _positive_int("WEBHOOK_BREAKER_THRESHOLD", 5)
+# An endpoint whose every attempt failed for this long is disabled and its account's admins told.
+WEBHOOK_DISABLE_AFTER = _duration("WEBHOOK_DISABLE_AFTER", "P5D")
 
 # --- Periodic work: the one place Celery beat's schedule is defined ---
 CONTENT_PLAN_INTERVAL = _positive_int("CONTENT_PLAN_INTERVAL", 60)

@@ -197,6 +197,10 @@ class UserManager(BaseUserManager):
         fields.update(is_superuser=True, role=Role.ADMIN, status=Status.ACTIVE)
         return self.create_user(email, password, **fields)
 
+    def active_admins(self):
+        """Who administers an account (through its `users`, as `account.users.active_admins()`)."""
+        return self.filter(role=Role.ADMIN, status=Status.ACTIVE)
+
 
 class User(AbstractBaseUser):
     """A person: a member of an account (the Users API; the admin by role), or an operator of the

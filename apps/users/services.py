@@ -68,7 +68,7 @@ def _lock(user: User) -> User:
 
 
 def _ensure_another_active_admin(user: User, action: str) -> None:
-    others = User.objects.filter(account_id=user.account_id, role=Role.ADMIN, status=Status.ACTIVE).exclude(pk=user.pk)
+    others = User.objects.active_admins().filter(account_id=user.account_id).exclude(pk=user.pk)
     if user.account_id is not None and not others.exists():
         raise DomainError(
             f"{user.email} is the organization's last active admin and cannot be {action}; "

@@ -3,6 +3,7 @@ import uuid
 from datetime import timedelta
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.db.models import OuterRef, Subquery
@@ -67,15 +68,48 @@ def payload(value) -> str:
     return format_html('<pre class="webhook-payload">{}</pre>', pretty(value))
 
 
+def endpoint_state(endpoint: WebhookEndpoint) -> tuple[str, str]:
+    """The endpoint's state, and why: what an operator reads first about a misbehaving receiver."""
+    if not endpoint.enabled:
+        return "Disabled", endpoint.disabled_reason
+    if not endpoint.consecutive_failures:
+        return "Enabled", ""
+    failing = (
+        f"failing since {endpoint.failing_since:%Y-%m-%d %H:%M} UTC "
+        f"({endpoint.consecutive_failures} failed attempts in a row)"
+    )
+    if endpoint.held_back:
+        probe = f"{endpoint.next_probe_at:%Y-%m-%d %H:%M:%S} UTC" if endpoint.next_probe_at else "now"
+        return "Held back", f"{failing}; its deliveries wait, next probe at {probe}"
+    return "Failing", failing
+
+
+class EndpointStateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("enabled", "Enabled"), ("failing", "Failing"), ("held", "Held back"), ("disabled", "Disabled")]
+
+    def queryset(self, request, queryset):
+        threshold = settings.WEBHOOK_BREAKER_THRESHOLD
+        return {
+            "enabled": queryset.filter(enabled=True, consecutive_failures=0),
+            "failing": queryset.filter(enabled=True, consecutive_failures__gt=0, consecutive_failures__lt=threshold),
+            "held": queryset.filter(enabled=True, consecutive_failures__gte=threshold),
+            "disabled": queryset.filter(enabled=False),
+        }.get(self.value(), queryset)
+
+
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(ObjectButtonsAdmin):
     form = WebhookEndpointForm
     list_display = (
         "url", "account", "state", "event_list", "last_result", "success_rate", "pending", "created_at",
     )  # fmt: skip
-    list_filter = ("enabled", "account")
+    list_filter = (EndpointStateFilter, "account")
     search_fields = ("url", "description")
-    readonly_fields = ("secret_display", "disabled_reason", "created_at", "updated_at", "recent_deliveries")
+    readonly_fields = ("secret_display", "state", "created_at", "updated_at", "recent_deliveries")
     actions = ["send_test_event", "rotate_secret", "resend_failed", "enable", "disable"]
     object_buttons = (
         ObjectButton(
@@ -121,9 +155,8 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
 
     @admin.display(description="state", ordering="enabled")
     def state(self, obj: WebhookEndpoint) -> str:
-        if obj.enabled:
-            return "Enabled"
-        return format_html('Disabled<div class="help">{}</div>', obj.disabled_reason)
+        label, why = endpoint_state(obj)
+        return format_html('{}<div class="help">{}</div>', label, why) if why else label
 
     @admin.display(description="last delivery", ordering="last_at")
     def last_result(self, obj: WebhookEndpoint) -> str:

@@ -2,6 +2,7 @@ import secrets
 import uuid
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -35,6 +36,12 @@ class WebhookEndpoint(models.Model):
     description = models.CharField(max_length=300, blank=True)
     secret = models.CharField(max_length=80, default=new_secret, editable=False)
     disabled_reason = models.CharField(max_length=300, blank=True, editable=False)
+    # The circuit breaker: failed attempts since the last success, and when the first of them was.
+    # From WEBHOOK_BREAKER_THRESHOLD failures on, the endpoint is held back: its due deliveries wait
+    # and one probe goes out at `next_probe_at`.
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+    failing_since = models.DateTimeField(null=True, blank=True, editable=False)
+    next_probe_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -47,6 +54,37 @@ class WebhookEndpoint(models.Model):
 
     def subscribes_to(self, kind: str) -> bool:
         return not self.events or kind in self.events
+
+    @property
+    def held_back(self) -> bool:
+        return self.consecutive_failures >= settings.WEBHOOK_BREAKER_THRESHOLD
+
+    def holds_deliveries(self, now: datetime) -> bool:
+        """Whether its due deliveries must wait: disabled, or held back with no probe due yet."""
+        if not self.enabled:
+            return True
+        return self.held_back and self.next_probe_at is not None and self.next_probe_at > now
+
+    def record_results(self, results: list[tuple[bool, datetime]], now: datetime) -> None:
+        """Count attempts' successes and failures (in the order made) into the breaker's state."""
+        for ok, at in results:
+            if ok:
+                self.consecutive_failures, self.failing_since, self.next_probe_at = 0, None, None
+            else:
+                self.consecutive_failures += 1
+                self.failing_since = self.failing_since or at
+        if self.held_back:
+            # The probes back off as the retries of one delivery do, up to the longest delay.
+            delays = settings.WEBHOOK_RETRY_DELAYS or [settings.WEBHOOK_TIMEOUT]
+            probes_failed = self.consecutive_failures - settings.WEBHOOK_BREAKER_THRESHOLD
+            self.next_probe_at = now + timedelta(seconds=delays[min(probes_failed, len(delays) - 1)])
+
+    def failing_too_long(self, now: datetime) -> bool:
+        return self.failing_since is not None and now - self.failing_since >= settings.WEBHOOK_DISABLE_AFTER
+
+    def clear_health(self) -> None:
+        self.consecutive_failures, self.failing_since, self.next_probe_at = 0, None, None
+        self.disabled_reason = ""
 
 
 class Event(models.Model):
@@ -104,6 +142,19 @@ class Delivery(models.Model):
             models.Index(fields=["endpoint", "status", "created_at"]),
             # An endpoint's newest deliveries, whatever their status (the endpoint list and page).
             models.Index(fields=["endpoint", "created_at"], name="delivery_endpoint_newest"),
+            # The batches an endpoint has in flight (its concurrency cap), and the deliveries that
+            # wait for it with no task at the broker (held back, or dropped while it was busy).
+            # New deliveries are in neither, so writing them costs no entry here.
+            models.Index(
+                fields=["endpoint", "locked_until"],
+                name="delivery_endpoint_leased",
+                condition=models.Q(status="pending", locked_until__isnull=False),
+            ),
+            models.Index(
+                fields=["endpoint", "created_at"],
+                name="delivery_endpoint_waiting",
+                condition=models.Q(status="pending", enqueued_at__isnull=True),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -9,13 +9,18 @@ the database and `deliveries_sweep` (Celery beat) hands over whatever the broker
 import logging
 import time
 from collections.abc import Iterable
+from concurrent.futures import wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
+from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.models import Account
@@ -32,6 +37,7 @@ from apps.webhooks.models import (
     WebhookEndpoint,
     new_secret,
 )
+from apps.webhooks.senders import SenderPool
 from apps.webhooks.serializers import delivery_body
 
 logger = logging.getLogger(__name__)
@@ -118,12 +124,16 @@ def events_emit(*, kind: str, items: Iterable[EventInput], endpoint: WebhookEndp
                     if e.subscribes_to(kind)
                 ]  # fmt: skip
             targets = endpoints_by_account[event.account_id]
+        # An endpoint held back by its breaker gets no task for them: they wait for its probe.
         deliveries.extend(
-            Delivery(event_id=event.pk, endpoint_id=target.pk, next_attempt_at=now, enqueued_at=now, created_at=now)
+            Delivery(
+                event_id=event.pk, endpoint_id=target.pk, next_attempt_at=now, created_at=now,
+                enqueued_at=None if target.holds_deliveries(now) else now,
+            )
             for target in targets
-        )
+        )  # fmt: skip
     _insert(Delivery, deliveries)
-    ids = [str(d.id) for d in deliveries]
+    ids = [str(d.id) for d in deliveries if d.enqueued_at is not None]
     if ids:
         transaction.on_commit(lambda: enqueue(ids))
     return events
@@ -169,21 +179,24 @@ def enqueue(delivery_ids: list[str], *, manual: bool = False) -> None:
 # What recording an attempt changes on the delivery.
 _OUTCOME_FIELDS = ("status", "attempts", "next_attempt_at", "locked_until", "enqueued_at", "last_status_code",
                    "last_error", "delivered_at", "updated_at")  # fmt: skip
+_HEALTH_FIELDS = ("consecutive_failures", "failing_since", "next_probe_at", "enabled", "disabled_reason")
 
 
 def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Delivery]:
     """Take the deliveries for one attempt each; those not due, or held by another worker, are
-    left out. They come back in the order given, with their event (body, account), endpoint and
-    number of attempts logged, and `locked_until` set to the lease now held on them."""
+    left out, and so are those their endpoint may not be sent now (see `_within_limits`). They come
+    back in the order given, with their event (body, account), endpoint and number of attempts
+    logged, and `locked_until` set to the lease now held on them."""
     # Long enough for the slowest attempt (connect timeout plus read timeout), with a margin; a
     # batch starts no attempt after WEBHOOK_TIMEOUT, so its last one ends within the lease too.
     lease = now + timedelta(seconds=settings.WEBHOOK_TIMEOUT * 2 + 5)
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
     claimable = Delivery.objects.filter(free, pk__in=delivery_ids)
-    if not manual:
-        claimable = claimable.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
-    # A conditional UPDATE is atomic, so of two workers with the same message only one wins.
-    if not claimable.update(locked_until=lease):
+    with transaction.atomic():
+        # A conditional UPDATE is atomic, so of two workers with the same message only one wins.
+        # A manual retry is an operator's request: it goes out whatever the endpoint's state.
+        taken = claimable.update(locked_until=lease) if manual else _within_limits(claimable, delivery_ids, lease, now)
+    if not taken:
         return []
     attempts_logged = (
         Attempt.objects.filter(delivery=OuterRef("pk"))
@@ -199,6 +212,47 @@ def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Deli
         .filter(pk__in=delivery_ids, locked_until=lease)
     }
     return [claimed[str(pk)] for pk in delivery_ids if str(pk) in claimed]
+
+
+def _within_limits(claimable, delivery_ids: list[str], lease: datetime, now: datetime) -> int:
+    """Lease the due deliveries whose endpoint may be sent to now; return how many were leased.
+
+    An endpoint has at most WEBHOOK_ENDPOINT_CONCURRENCY batches in flight; one held back by its
+    breaker gets a single probe once its back-off has passed; a disabled one gets nothing. What is
+    left out waits with no task at the broker: the endpoint's batch in flight, or its successful
+    probe, hands it over when it ends (the sweeper too, unless the endpoint is held back)."""
+    claimable = claimable.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+    position = {str(pk): index for index, pk in enumerate(delivery_ids)}
+    by_endpoint: dict[int, list] = {}
+    for pk, endpoint_id in sorted(claimable.values_list("pk", "endpoint_id"), key=lambda row: position[str(row[0])]):
+        by_endpoint.setdefault(endpoint_id, []).append(pk)
+    if not by_endpoint:
+        return 0
+    # One claim at a time per endpoint, so its count of batches in flight is exact; locked in one
+    # order, so claims over several endpoints never deadlock.
+    endpoints = list(WebhookEndpoint.objects.select_for_update().filter(pk__in=by_endpoint).order_by("pk"))
+    in_flight = dict(
+        Delivery.objects.filter(endpoint__in=by_endpoint, status=DeliveryStatus.PENDING, locked_until__gt=now)
+        .order_by()
+        .values("endpoint")
+        .annotate(batches=Count("locked_until", distinct=True))
+        .values_list("endpoint", "batches")
+    )
+    take, wait = [], []
+    for endpoint in endpoints:
+        pks = by_endpoint[endpoint.pk]
+        if endpoint.holds_deliveries(now) or in_flight.get(endpoint.pk, 0) >= settings.WEBHOOK_ENDPOINT_CONCURRENCY:
+            wait.extend(pks)
+        elif endpoint.held_back:
+            take.append(pks[0])
+            wait.extend(pks[1:])
+            # No second probe while this one is out; should its worker die, the next comes after the lease.
+            WebhookEndpoint.objects.filter(pk=endpoint.pk).update(next_probe_at=lease)
+        else:
+            take.extend(pks)
+    if wait:
+        claimable.filter(pk__in=wait).update(enqueued_at=None)
+    return claimable.filter(pk__in=take).update(locked_until=lease) if take else 0
 
 
 def _record(
@@ -234,34 +288,65 @@ def _record(
     )
 
 
-def deliveries_attempt(*, delivery_ids: list[str], manual: bool = False) -> list[Attempt]:
-    """Make one attempt of each due delivery among `delivery_ids` that no other worker holds,
-    record them, and schedule the next attempts or finish; return the attempts made.
+def deliveries_attempt(
+    *, delivery_ids: list[str], manual: bool = False, pool: SenderPool | None = None, patience: float | None = None
+) -> list[Attempt]:
+    """Make one attempt of each due delivery among `delivery_ids` that no other worker holds and
+    whose endpoint may be sent to now, record them, and schedule the next attempts or finish;
+    return the attempts made.
 
-    The deliveries are sent one after the other over the process's pooled connections. Once
-    WEBHOOK_TIMEOUT has passed no further one is started: the rest go back to the broker, so none
-    waits behind a slow receiver for longer than that. The outcomes are written together at the
-    end (so `delivered_at` and the next attempt's time count from then); a worker that dies before
-    that leaves them to be sent again when their lease runs out (receivers deduplicate by delivery
-    id).
+    Each endpoint's deliveries are a batch, sent one after the other over the process's pooled
+    connection to it. Without a `pool` the batches are sent here, one after the other; with one,
+    on its threads at the same time, and this waits for them at most `patience` seconds: a batch
+    still running then (a receiver that hangs) records its own outcome when it ends, and only the
+    attempts of the batches that ended are returned.
     """
     started = time.monotonic()
     deliveries = _claim(delivery_ids, manual=manual, now=timezone.now())
-    if not deliveries:
-        return []
-    lease = deliveries[0].locked_until
+    batches: dict[int, list[Delivery]] = {}
+    for delivery in deliveries:
+        batches.setdefault(delivery.endpoint_id, []).append(delivery)
+    if pool is None:
+        return [a for batch in batches.values() for a in _send_batch(batch, manual=manual, started=started)]
+    futures = [pool.submit(partial(_send_batch, batch, manual=manual, started=started)) for batch in batches.values()]
+    done, _ = wait(futures, timeout=patience)
+    return [attempt for future in futures if future in done for attempt in future.result()]
+
+
+def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float) -> list[Attempt]:
+    """Attempt one endpoint's deliveries in order, then record the outcomes.
+
+    No further attempt is started once WEBHOOK_TIMEOUT has passed since the claim, after an
+    attempt that got no answer (the endpoint hangs or refuses: the rest would only wait behind
+    it), or once the endpoint's failures in a row reach the breaker's threshold. The rest go back
+    unattempted. The outcomes are written together at the end (so `delivered_at` and the next
+    attempt's time count from then); a worker that dies before that leaves them to be sent again
+    once their lease runs out (receivers deduplicate by delivery id).
+    """
+    endpoint = deliveries[0].endpoint
+    failures = endpoint.consecutive_failures
     sent = []
     for delivery in deliveries:
-        if sent and time.monotonic() - started > settings.WEBHOOK_TIMEOUT:
+        if sent and (
+            time.monotonic() - started > settings.WEBHOOK_TIMEOUT
+            or sent[-1][1].status is None
+            or failures >= settings.WEBHOOK_BREAKER_THRESHOLD
+        ):
             break
-        endpoint, event = delivery.endpoint, delivery.event
+        event = delivery.event
         started_at = timezone.now()
         outcome = transport.send(
             url=endpoint.url, secret=endpoint.secret, body=event.body.encode(), event=event.kind,
             delivery_id=str(delivery.id),
         )  # fmt: skip
         sent.append((delivery, outcome, started_at))
-    rest = deliveries[len(sent) :]
+        failures = 0 if outcome.ok else failures + 1
+    return _record_batch(endpoint.pk, sent, deliveries[len(sent) :], manual=manual, lease=deliveries[0].locked_until)
+
+
+def _record_batch(
+    endpoint_id: int, sent: list, rest: list[Delivery], *, manual: bool, lease: datetime
+) -> list[Attempt]:
     now = timezone.now()
     attempts = [_record(d, outcome, started_at=at, manual=manual, now=now) for d, outcome, at in sent]
     # Deliveries with the same outcome get the same new values: one UPDATE for each group (a
@@ -270,9 +355,13 @@ def deliveries_attempt(*, delivery_ids: list[str], manual: bool = False) -> list
     groups: dict[tuple, list] = {}
     for delivery, _, _ in sent:
         groups.setdefault(tuple(getattr(delivery, name) for name in _OUTCOME_FIELDS), []).append(delivery.pk)
-    gone = {d.endpoint_id for d, outcome, _ in sent if outcome.status == 410}
-    held = 0
+    held, handover = 0, []
     with transaction.atomic():
+        # The endpoint's lock orders this after any claim that left deliveries waiting on this
+        # batch, so the hand-over below sees them.
+        endpoint = WebhookEndpoint.objects.select_for_update().filter(pk=endpoint_id).first()
+        if endpoint is None:  # deleted meanwhile, with its deliveries
+            return []
         Attempt.objects.bulk_create(attempts)
         for values, pks in groups.items():
             # The lease is the lock: only its holder writes the outcome (no second locking read). A
@@ -281,14 +370,13 @@ def deliveries_attempt(*, delivery_ids: list[str], manual: bool = False) -> list
             held += Delivery.objects.filter(pk__in=pks, locked_until=lease).update(
                 **dict(zip(_OUTCOME_FIELDS, values, strict=True))
             )
-        if gone:
-            WebhookEndpoint.objects.filter(pk__in=gone).update(
-                enabled=False, disabled_reason=f"Disabled after 410 Gone at {now:%Y-%m-%d %H:%M} UTC"
-            )
         if rest:
             Delivery.objects.filter(pk__in=[d.pk for d in rest], locked_until=lease).update(
-                locked_until=None, enqueued_at=now
+                locked_until=None, enqueued_at=None
             )
+        _count_results(endpoint, [(outcome, at) for _, outcome, at in sent], now)
+        if not endpoint.holds_deliveries(now):
+            handover = _take_waiting(endpoint, now)
     if held < len(sent):
         logger.warning("%d webhook attempts outlived their lease; their outcomes are not recorded", len(sent) - held)
     for (delivery, _, _), attempt in zip(sent, attempts, strict=True):
@@ -302,21 +390,88 @@ def deliveries_attempt(*, delivery_ids: list[str], manual: bool = False) -> list
             attempt.duration_ms,
             f" error={attempt.error!r}" if attempt.error else "",
         )
-    if rest:
-        enqueue([str(d.pk) for d in rest], manual=manual)
+    if handover:
+        enqueue(handover)
     return attempts
 
 
-def delivery_attempt(*, delivery_id: str, manual: bool = False) -> Attempt | None:
-    """Make one attempt of a delivery (None when it is not due or another worker holds it)."""
-    attempts = deliveries_attempt(delivery_ids=[str(delivery_id)], manual=manual)
+def _count_results(endpoint: WebhookEndpoint, results: list[tuple[transport.Outcome, datetime]], now: datetime) -> None:
+    """Count a batch's outcomes into its endpoint's health (the lock on it held); disable it after
+    410 Gone, or once every attempt has failed for WEBHOOK_DISABLE_AFTER."""
+    before = [getattr(endpoint, name) for name in _HEALTH_FIELDS]
+    endpoint.record_results([(outcome.ok, at) for outcome, at in results], now)
+    if any(outcome.status == 410 for outcome, _ in results):
+        endpoint.enabled = False
+        endpoint.disabled_reason = f"Disabled after 410 Gone at {now:%Y-%m-%d %H:%M} UTC"
+    elif endpoint.enabled and endpoint.consecutive_failures and endpoint.failing_too_long(now):
+        _disable_failing(endpoint, now)
+    if [getattr(endpoint, name) for name in _HEALTH_FIELDS] != before:
+        endpoint.save(update_fields=[*_HEALTH_FIELDS, "updated_at"])
+
+
+def _disable_failing(endpoint: WebhookEndpoint, now: datetime) -> None:
+    """Disable an endpoint that has failed every attempt for too long, and tell its account's admins.
+
+    Its pending deliveries are marked failed, not kept pending: enabling it again sends nothing by
+    itself, and "Re-send failed deliveries" sends them on request."""
+    endpoint.enabled = False
+    endpoint.disabled_reason = (
+        f"Disabled at {now:%Y-%m-%d %H:%M} UTC: every attempt failed since "
+        f"{endpoint.failing_since:%Y-%m-%d %H:%M} UTC ({endpoint.consecutive_failures} attempts)."
+    )
+    endpoint.deliveries.filter(status=DeliveryStatus.PENDING).update(
+        status=DeliveryStatus.FAILED, next_attempt_at=None, locked_until=None, enqueued_at=None,
+        last_error=f"Not sent: the endpoint was disabled. {endpoint.disabled_reason}", updated_at=now,
+    )  # fmt: skip
+    logger.warning("webhook endpoint=%s disabled: %s", endpoint.pk, endpoint.disabled_reason)
+    transaction.on_commit(partial(_tell_admins_disabled, endpoint.pk))
+
+
+def _tell_admins_disabled(endpoint_id: int) -> None:
+    endpoint = WebhookEndpoint.objects.select_related("account").get(pk=endpoint_id)
+    recipients = [email for email in endpoint.account.users.active_admins().values_list("email", flat=True) if email]
+    if not recipients:
+        return
+    context = {
+        "endpoint": endpoint,
+        "url": f"{settings.SITE_URL}{reverse('admin:webhooks_webhookendpoint_change', args=[endpoint.pk])}",
+    }
+    subject = render_to_string("webhooks/endpoint_disabled_email_subject.txt", context).strip()
+    body = render_to_string("webhooks/endpoint_disabled_email.txt", context)
+    try:
+        send_mail(subject, body, None, recipients)
+    except Exception as exc:  # smtplib and socket errors vary by backend; the disabling stands
+        logger.warning("e-mail about disabled webhook endpoint %s not sent: %s", endpoint_id, exc)
+
+
+def _take_waiting(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
+    """The endpoint's due deliveries that wait with no task at the broker, oldest first, marked as
+    handed over (the caller enqueues them after commit)."""
+    ids = list(
+        Delivery.objects.filter(
+            endpoint=endpoint, status=DeliveryStatus.PENDING, enqueued_at__isnull=True,
+            locked_until__isnull=True, next_attempt_at__lte=now,
+        )
+        .order_by("created_at", "event_id")
+        .values_list("pk", flat=True)[:SWEEP_BATCH]
+    )  # fmt: skip
+    if ids:
+        Delivery.objects.filter(pk__in=ids).update(enqueued_at=now)
+    return [str(pk) for pk in ids]
+
+
+def delivery_attempt(*, delivery_id: str, manual: bool = False, **sending) -> Attempt | None:
+    """Make one attempt of a delivery (None when it is not due, another worker holds it, or it
+    did not end within the `patience` given with a `pool`)."""
+    attempts = deliveries_attempt(delivery_ids=[str(delivery_id)], manual=manual, **sending)
     return attempts[0] if attempts else None
 
 
 def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
     """Hand the broker every due delivery it does not hold: never handed over (broker down at
-    commit), retries whose time has come, and ones handed over too long ago (lost messages,
-    killed workers)."""
+    commit), retries whose time has come, ones whose holder died (lease run out), and ones handed
+    over too long ago (lost messages); and one probe for each endpoint held back whose back-off
+    has passed. Deliveries of endpoints held back or disabled wait."""
     now = timezone.now()
     stale = now - timedelta(seconds=settings.WEBHOOK_REQUEUE_AFTER)
     total = 0
@@ -325,12 +480,15 @@ def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
             # skip_locked: two sweepers (or a sweeper and a worker) never claim the same rows.
             ids = list(
                 Delivery.objects.select_for_update(skip_locked=True)
-                .filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__enabled=True)
+                .filter(
+                    status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__enabled=True,
+                    endpoint__consecutive_failures__lt=settings.WEBHOOK_BREAKER_THRESHOLD,
+                )
                 .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
-                .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale))
+                .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale) | Q(locked_until__lt=now))
                 .order_by("next_attempt_at")
                 .values_list("pk", flat=True)[:limit]
-            )
+            )  # fmt: skip
             if not ids:
                 break
             Delivery.objects.filter(pk__in=ids).update(enqueued_at=now)
@@ -338,9 +496,36 @@ def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
         total += len(ids)
         if len(ids) < limit:
             break
+    total += _send_probes(now)
     if total:
         logger.info("webhook sweep enqueued=%d", total)
     return total
+
+
+def _send_probes(now: datetime) -> int:
+    """Hand over the oldest due delivery of each endpoint held back whose probe is due."""
+    held_back = WebhookEndpoint.objects.filter(
+        Q(next_probe_at__isnull=True) | Q(next_probe_at__lte=now),
+        enabled=True,
+        consecutive_failures__gte=settings.WEBHOOK_BREAKER_THRESHOLD,
+    )
+    free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
+    ids = []
+    for endpoint_id in held_back.values_list("pk", flat=True):
+        oldest = (
+            Delivery.objects.filter(
+                free, endpoint_id=endpoint_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+            )
+            .order_by("created_at", "event_id")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if oldest is not None:
+            ids.append(str(oldest))
+    if ids:
+        Delivery.objects.filter(pk__in=ids).update(enqueued_at=now)
+        enqueue(ids)
+    return len(ids)
 
 
 @transaction.atomic
@@ -385,7 +570,7 @@ def endpoint_save(
     endpoint.account, endpoint.url, endpoint.events = account, url, [e for e in SUBSCRIBABLE_EVENTS if e in events]
     endpoint.description = description
     if enabled and not endpoint.enabled:
-        endpoint.disabled_reason = ""
+        endpoint.clear_health()  # a fresh start: what failed before is re-sent only on request
     endpoint.enabled = enabled
     endpoint.save()
     return endpoint

@@ -221,6 +221,31 @@ def test_endpoint_list_shows_state_last_result_success_rate_and_pending(settings
     assert row["pending"] == "0"
 
 
+def test_endpoint_list_says_which_endpoints_are_failing_held_back_or_disabled_and_why(settings_client, account):
+    since = timezone.now().replace(year=2026, month=11, day=20, hour=8, minute=30)
+    failing = WebhookEndpointFactory(account=account, consecutive_failures=2, failing_since=since)
+    held = WebhookEndpointFactory(
+        account=account, consecutive_failures=7, failing_since=since, next_probe_at=since.replace(hour=11, second=5)
+    )
+    disabled = WebhookEndpointFactory(account=account, enabled=False, disabled_reason="every attempt failed since ...")
+    healthy = WebhookEndpointFactory(account=account)
+
+    page = settings_client.get(ENDPOINTS).content.decode()
+
+    assert list_row(page, failing)["state"] == "Failing failing since 2026-11-20 08:30 UTC (2 failed attempts in a row)"
+    assert list_row(page, held)["state"] == (
+        "Held back failing since 2026-11-20 08:30 UTC (7 failed attempts in a row); "
+        "its deliveries wait, next probe at 2026-11-20 11:30:05 UTC"
+    )
+    assert list_row(page, disabled)["state"] == "Disabled every attempt failed since ..."
+    assert list_row(page, healthy)["state"] == "Enabled"
+    for state, shown in [("failing", failing), ("held", held), ("disabled", disabled), ("enabled", healthy)]:
+        listed = settings_client.get(ENDPOINTS, {"state": state}).context["cl"].result_list
+        assert list(listed) == [shown], state
+    change_page = settings_client.get(f"{ENDPOINTS}{held.pk}/change/").content.decode()
+    assert "next probe at 2026-11-20 11:30:05 UTC" in change_page
+
+
 @pytest.mark.parametrize("who", ["account admin", "operator"])
 def test_endpoint_list_costs_as_many_queries_for_10_endpoints_as_for_2(account, who):
     client = admin_session(AdminUserFactory(account=account) if who == "account admin" else OperatorFactory())

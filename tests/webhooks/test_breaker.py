@@ -1,0 +1,220 @@
+"""Failing endpoints held back (the circuit breaker), their batches capped, and disabled after
+sustained failure: attempts made in this process against a real receiver on 127.0.0.1."""
+
+from datetime import timedelta
+
+import pytest
+from django.core import mail
+from django.db import transaction
+from django.utils import timezone
+
+from apps.users.models import Role
+from apps.webhooks import services
+from apps.webhooks.models import Delivery, DeliveryStatus, WebhookEndpoint
+from apps.webhooks.services import deliveries_attempt, deliveries_sweep, endpoint_save, event_emit
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _breaker(settings):
+    settings.WEBHOOK_BREAKER_THRESHOLD = 3
+    settings.WEBHOOK_RETRY_DELAYS = [60, 300, 1800, 7200]
+
+
+@pytest.fixture
+def handed_over(monkeypatch):
+    """Delivery ids the outbox hands to the broker, in order (the test makes the attempts)."""
+    sent: list[str] = []
+    monkeypatch.setattr(services, "enqueue", lambda delivery_ids, manual=False: sent.extend(delivery_ids))
+    return sent
+
+
+@pytest.fixture
+def emit_many(account, endpoint, handed_over):
+    def do(n: int) -> list[str]:
+        with transaction.atomic():
+            events = [event_emit(account=account, kind="post.published", data={"n": i}) for i in range(n)]
+        return [str(event.deliveries.get().pk) for event in events]
+
+    return do
+
+
+def fresh(endpoint: WebhookEndpoint) -> WebhookEndpoint:
+    return WebhookEndpoint.objects.get(pk=endpoint.pk)
+
+
+def due_now(*delivery_ids: str) -> None:
+    Delivery.objects.filter(pk__in=delivery_ids).update(next_attempt_at=timezone.now())
+
+
+def probe_due(endpoint: WebhookEndpoint) -> None:
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(next_probe_at=timezone.now() - timedelta(seconds=1))
+
+
+def test_the_breaker_opens_after_the_threshold_and_holds_the_rest_unattempted(endpoint, emit_many, receiver):
+    receiver.default = (500, 0)
+    ids = emit_many(6)
+    before = timezone.now()
+    attempts = deliveries_attempt(delivery_ids=ids)
+    assert [str(a.delivery_id) for a in attempts] == ids[:3]
+    endpoint = fresh(endpoint)
+    assert endpoint.held_back and endpoint.consecutive_failures == 3
+    assert endpoint.failing_since >= before
+    assert timedelta(seconds=59) < endpoint.next_probe_at - before < timedelta(seconds=70)
+    held = Delivery.objects.filter(pk__in=ids[3:])
+    assert all(d.status == DeliveryStatus.PENDING and d.attempts == 0 and d.locked_until is None for d in held)
+    assert len(receiver.requests) == 3
+
+
+def test_held_deliveries_are_neither_attempted_nor_handed_over_until_the_probe_is_due(
+    endpoint, emit_many, receiver, handed_over
+):
+    receiver.default = (500, 0)
+    ids = emit_many(5)
+    deliveries_attempt(delivery_ids=ids)
+    handed_over.clear()
+    assert deliveries_attempt(delivery_ids=ids[3:]) == []  # a message that was already at the broker
+    assert deliveries_sweep() == 0
+    more = emit_many(1)  # an event while held back: written, not handed over
+    assert handed_over == []
+    assert Delivery.objects.get(pk=more[0]).enqueued_at is None
+    assert len(receiver.requests) == 3
+
+
+def test_one_probe_goes_out_when_its_back_off_has_passed(endpoint, emit_many, receiver, handed_over):
+    receiver.default = (500, 0)
+    ids = emit_many(5)
+    deliveries_attempt(delivery_ids=ids)
+    probe_due(endpoint)
+    handed_over.clear()
+    assert deliveries_sweep() == 1
+    assert handed_over == [ids[3]]  # the oldest due delivery
+    # Every waiting delivery reaches a worker (a message from before), yet only one goes out.
+    attempts = deliveries_attempt(delivery_ids=ids[3:])
+    assert [str(a.delivery_id) for a in attempts] == [ids[3]]
+    endpoint = fresh(endpoint)
+    # It failed: held back again, for the next, longer back-off.
+    assert endpoint.consecutive_failures == 4
+    assert timedelta(seconds=290) < endpoint.next_probe_at - timezone.now() <= timedelta(seconds=300)
+
+
+def test_a_successful_probe_closes_the_breaker_and_releases_the_backlog_in_order(
+    endpoint, emit_many, receiver, handed_over
+):
+    receiver.default = (500, 0)
+    ids = emit_many(7)
+    deliveries_attempt(delivery_ids=ids)
+    probe_due(endpoint)
+    receiver.default = (200, 0)
+    handed_over.clear()
+    deliveries_sweep()
+    [probe] = handed_over
+    handed_over.clear()
+    [attempt] = deliveries_attempt(delivery_ids=[probe])
+    assert attempt.succeeded
+    endpoint = fresh(endpoint)
+    assert (endpoint.consecutive_failures, endpoint.failing_since, endpoint.next_probe_at) == (0, None, None)
+    assert handed_over == ids[4:]
+    # Held, they kept all their attempts; sent now, with the ids they always had.
+    assert len(deliveries_attempt(delivery_ids=handed_over)) == 3
+    sent = [r.headers["X-Service-Delivery"] for r in receiver.requests[-4:]]
+    assert sent == ids[3:]
+    assert all(d.attempts == 1 for d in Delivery.objects.filter(pk__in=ids[3:]))
+    assert not Delivery.objects.filter(status=DeliveryStatus.FAILED).exists()
+
+
+def test_a_manual_retry_is_not_held_back_and_its_success_closes_the_breaker(endpoint, emit_many, receiver):
+    receiver.default = (500, 0)
+    ids = emit_many(4)
+    deliveries_attempt(delivery_ids=ids)
+    receiver.default = (200, 0)
+    [attempt] = deliveries_attempt(delivery_ids=[ids[3]], manual=True)
+    assert attempt.succeeded
+    assert not fresh(endpoint).held_back
+
+
+def test_an_endpoint_has_at_most_its_concurrency_in_batches_in_flight(endpoint, emit_many, receiver, settings):
+    settings.WEBHOOK_ENDPOINT_CONCURRENCY = 2
+    first, second, waiting = emit_many(3)
+    soon = timezone.now() + timedelta(seconds=20)
+    # Two batches of other workers hold the endpoint (each lease is one batch).
+    Delivery.objects.filter(pk=first).update(locked_until=soon)
+    Delivery.objects.filter(pk=second).update(locked_until=soon + timedelta(seconds=1))
+    assert deliveries_attempt(delivery_ids=[waiting]) == []
+    assert Delivery.objects.get(pk=waiting).enqueued_at is None
+    assert receiver.requests == []
+
+
+def test_a_batch_that_ends_hands_over_what_waited_for_its_endpoint(
+    endpoint, emit_many, receiver, handed_over, settings
+):
+    settings.WEBHOOK_ENDPOINT_CONCURRENCY = 1
+    first, waiting = emit_many(2)
+    Delivery.objects.filter(pk=first).update(locked_until=timezone.now() + timedelta(seconds=20))
+    deliveries_attempt(delivery_ids=[waiting])  # the endpoint is busy: it waits
+    Delivery.objects.filter(pk=first).update(locked_until=None)
+    handed_over.clear()
+    assert len(deliveries_attempt(delivery_ids=[first])) == 1
+    assert handed_over == [waiting]
+
+
+def test_a_batch_stops_after_an_attempt_that_got_no_answer(endpoint, emit_many, receiver, settings, handed_over):
+    settings.WEBHOOK_TIMEOUT = 1
+    ids = emit_many(3)
+    receiver.script = [(200, 2.5)]  # the first hangs past the timeout
+    handed_over.clear()
+    [attempt] = deliveries_attempt(delivery_ids=ids)
+    assert "timed out" in attempt.error
+    # The others were not sent behind it; back at the broker, unattempted.
+    assert handed_over == ids[1:]
+    assert all(d.attempts == 0 for d in Delivery.objects.filter(pk__in=ids[1:]))
+
+
+@pytest.fixture
+def account_admin(account):
+    return UserFactory(account=account, role=Role.ADMIN, email="owner@hooked.example")
+
+
+def test_an_endpoint_failing_for_the_whole_window_is_disabled_and_its_admins_told(
+    endpoint, emit_many, receiver, settings, account_admin, django_capture_on_commit_callbacks
+):
+    settings.WEBHOOK_DISABLE_AFTER = timedelta(minutes=30)
+    receiver.default = (500, 0)
+    UserFactory(account=account_admin.account, role=Role.EDITOR)  # not told
+    ids = emit_many(3)
+    deliveries_attempt(delivery_ids=ids[:1])
+    assert fresh(endpoint).enabled  # failing, not yet for long
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(failing_since=timezone.now() - timedelta(minutes=31))
+    with django_capture_on_commit_callbacks(execute=True):
+        deliveries_attempt(delivery_ids=ids[1:2])
+    endpoint = fresh(endpoint)
+    assert not endpoint.enabled
+    assert "every attempt failed since" in endpoint.disabled_reason
+    [message] = mail.outbox
+    assert message.to == ["owner@hooked.example"]
+    assert endpoint.url in message.subject and endpoint.disabled_reason in message.body
+    # Nothing is lost: what was pending is failed, to be re-sent on request.
+    assert set(Delivery.objects.filter(status=DeliveryStatus.FAILED).values_list("pk", flat=True).iterator()) == {
+        d.pk for d in Delivery.objects.filter(pk__in=ids)
+    }
+
+
+def test_enabling_a_disabled_endpoint_clears_its_state_and_sends_nothing_by_itself(
+    endpoint, emit_many, receiver, settings, handed_over, account_admin
+):
+    settings.WEBHOOK_DISABLE_AFTER = timedelta(seconds=1)
+    receiver.default = (500, 0)
+    ids = emit_many(2)
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(failing_since=timezone.now() - timedelta(minutes=1))
+    deliveries_attempt(delivery_ids=ids[:1])
+    assert not fresh(endpoint).enabled
+    endpoint = endpoint_save(endpoint=fresh(endpoint), account=endpoint.account, url=endpoint.url, enabled=True)
+    endpoint = fresh(endpoint)
+    assert endpoint.enabled and endpoint.disabled_reason == ""
+    assert (endpoint.consecutive_failures, endpoint.failing_since, endpoint.next_probe_at) == (0, None, None)
+    handed_over.clear()
+    due_now(*ids)
+    assert deliveries_sweep() == 0
+    assert handed_over == []

@@ -1,0 +1,53 @@
+"""The delivery knobs come from the environment; bad values stop the start-up."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from django.conf import settings
+
+SHOW = (
+    "import json, config.settings as s; print(json.dumps([s.WEBHOOK_DISABLE_AFTER.total_seconds(), "
+    "s.WEBHOOK_BREAKER_THRESHOLD, s.WEBHOOK_SENDERS, s.WEBHOOK_ENDPOINT_CONCURRENCY]))"
+)
+
+
+def load(**env) -> subprocess.CompletedProcess:
+    clean = {key: value for key, value in os.environ.items() if not key.startswith(("WEBHOOK_", "DJANGO_"))}
+    return subprocess.run(
+        [sys.executable, "-c", SHOW], env={**clean, **env}, cwd=settings.BASE_DIR, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+
+
+def test_defaults_hold_an_endpoint_back_after_5_failures_and_disable_it_after_5_days():
+    result = load()
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [5 * 24 * 3600, 5, 16, 2]
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [("3600", 3600), ("P2D", 2 * 24 * 3600), ("PT90M", 5400), ("1 00:00:00", 86400)]
+)
+def test_the_disable_window_is_read_in_seconds_or_iso_8601(value, seconds):
+    result = load(WEBHOOK_DISABLE_AFTER=value)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)[0] == seconds
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("WEBHOOK_DISABLE_AFTER", "five days"),
+        ("WEBHOOK_DISABLE_AFTER", "0"),
+        ("WEBHOOK_BREAKER_THRESHOLD", "0"),
+        ("WEBHOOK_SENDERS", "many"),
+        ("WEBHOOK_ENDPOINT_CONCURRENCY", "-1"),
+    ],
+)
+def test_bad_values_stop_the_start_up(name, value):
+    result = load(**{name: value})
+    assert result.returncode != 0
+    assert name in result.stderr
