@@ -1,16 +1,21 @@
 """The webhook receiver of the benchmark, run in its own process: a threaded HTTP/1.1 server with
 keep-alive that checks every signature, answers 200 at once and counts what it got.
 
-    python bench/receiver.py PORT SECRET
+    python bench/receiver.py PORT SECRET [--status CODE] [--hang SECONDS]
 
-`GET /stats` answers {"received", "bad_signatures", "unique_deliveries", "first_at", "last_at"}
-(Unix times of the first and last 2xx sent); `POST /reset` clears them.
+`--status 500` answers every signed request with that status instead of 200 (a failing endpoint).
+`--hang 60` reads each request and then neither answers nor closes the connection for that long
+(a hanging endpoint; the sender gives up first). `GET /stats` answers {"received", "bad_signatures",
+"unique_deliveries", "first_at", "last_at"}: requests with a good signature (counted as they
+arrive) and the Unix times of the first and last 2xx sent. `GET /arrivals` answers
+{X-Service-Delivery id: Unix time of its first arrival}. `POST /reset` clears them all.
 """
 
+import argparse
 import hashlib
 import hmac
 import json
-import sys
+import select
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,7 +29,7 @@ class Stats:
     def reset(self) -> None:
         self.received = 0
         self.bad_signatures = 0
-        self.deliveries: set[str] = set()
+        self.arrivals: dict[str, float] = {}
         self.first_at = None
         self.last_at = None
 
@@ -32,13 +37,13 @@ class Stats:
         return {
             "received": self.received,
             "bad_signatures": self.bad_signatures,
-            "unique_deliveries": len(self.deliveries),
+            "unique_deliveries": len(self.arrivals),
             "first_at": self.first_at,
             "last_at": self.last_at,
         }
 
 
-def make_handler(secret: bytes, stats: Stats):
+def make_handler(secret: bytes, stats: Stats, status: int = 200, hang: float = 0):
     ok = b'{"ok":true}'
 
     class Handler(BaseHTTPRequestHandler):
@@ -56,6 +61,8 @@ def make_handler(secret: bytes, stats: Stats):
 
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            # Taken before anything else, so the latency measured ends when the request was in.
+            arrived = time.time()
             if self.path == "/reset":
                 with stats.lock:
                     stats.reset()
@@ -64,20 +71,28 @@ def make_handler(secret: bytes, stats: Stats):
             timestamp = self.headers.get("X-Service-Timestamp", "")
             expected = hmac.new(secret, timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
             valid = hmac.compare_digest(expected, self.headers.get("X-Service-Signature", ""))
-            self._answer(200 if valid else 401, ok)
-            now = time.time()
             with stats.lock:
                 if valid:
                     stats.received += 1
-                    stats.deliveries.add(self.headers.get("X-Service-Delivery", ""))
-                    stats.first_at = stats.first_at or now
-                    stats.last_at = now
+                    stats.arrivals.setdefault(self.headers.get("X-Service-Delivery", ""), arrived)
                 else:
                     stats.bad_signatures += 1
+            if hang and valid:
+                # Wait for the sender to give up (its socket becomes readable at EOF) or the hang to
+                # run out, whichever comes first, so no thread outlives the request's sender by long.
+                select.select([self.connection], [], [], hang)
+                self.close_connection = True
+                return
+            self._answer(status if valid else 401, ok)
+            if valid and 200 <= status < 300:
+                now = time.time()
+                with stats.lock:
+                    stats.first_at = stats.first_at or now
+                    stats.last_at = now
 
         def do_GET(self):
             with stats.lock:
-                body = json.dumps(stats.as_dict()).encode()
+                body = json.dumps(stats.arrivals if self.path == "/arrivals" else stats.as_dict()).encode()
             self._answer(200, body)
 
         def log_message(self, *args):
@@ -87,11 +102,17 @@ def make_handler(secret: bytes, stats: Stats):
 
 
 def main() -> None:
-    port, secret = int(sys.argv[1]), sys.argv[2].encode()
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(secret, Stats()))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("port", type=int)
+    parser.add_argument("secret")
+    parser.add_argument("--status", type=int, default=200, help="status of every answer to a signed request")
+    parser.add_argument("--hang", type=float, default=0, help="seconds to hold each signed request unanswered")
+    args = parser.parse_args()
+    handler = make_handler(args.secret.encode(), Stats(), status=args.status, hang=args.hang)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
     server.daemon_threads = True
     server.request_queue_size = 128
-    print(f"receiver listening on 127.0.0.1:{port}", flush=True)
+    print(f"receiver listening on 127.0.0.1:{args.port}", flush=True)
     server.serve_forever()
 
 

@@ -1,12 +1,13 @@
-"""`make bench`: the API, webhook and content plan benchmarks, each against its floor.
+"""`make bench`: the API, webhook and content plan benchmarks, each against its floor, and webhook
+isolation (a healthy endpoint's deliveries with and without hostile ones, bench/isolation.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
-gunicorn, a Celery worker and a webhook receiver on ports 8400-8499 and stops them (their whole
+gunicorn, a Celery worker and webhook receivers on ports 8400-8499 and stops them (their whole
 process groups) whatever happens. Prints the results table and writes it to bench/RESULTS.md.
 Logs of the started processes are in bench/.work/.
 
-    python bench/run.py [--only api,webhooks,plan] [--duration 20]
+    python bench/run.py [--only api,webhooks,plan,isolation] [--duration 20]
 """
 
 import argparse
@@ -49,6 +50,7 @@ LIST_POSTS = 1000
 WEBHOOK_EVENTS = 10_000
 WEBHOOK_BATCH = 500
 PLAN_SIZES = (10_000, 100_000)
+PARTS = ("api", "webhooks", "plan", "isolation")
 
 ENV = {
     "DATABASE_URL": f"{PG_SERVER}/{DB_NAME}",
@@ -70,6 +72,9 @@ ENV = {
 }
 os.environ.update(ENV)
 sys.path.insert(0, str(ROOT))
+# bench/isolation.py imports its helpers from bench.run: this module, not a second copy of it with
+# its own list of running processes to stop.
+sys.modules.setdefault("bench.run", sys.modules[__name__])
 
 
 # --- processes ------------------------------------------------------------------------------------
@@ -752,7 +757,7 @@ def api_notes(api: dict) -> list[str]:
     return [*lines, ""]
 
 
-def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None) -> str:
+def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None, isolation: dict | None) -> str:
     lines = [
         "# Benchmark results",
         "",
@@ -846,12 +851,76 @@ def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None) 
             f"{verdict(plan['ratio'] <= 3)} (≤3x). Memory flat in the number of posts: {verdict(flat)}.",
             "",
         ]
+    if isolation:
+        lines += isolation_section(isolation)
     return "\n".join(lines)
+
+
+def isolation_section(iso: dict) -> list[str]:
+    def row(label: str, run: dict, target: str) -> str:
+        # A delivery not arrived when the wait ended took longer than the wait.
+        late = f"> {run['waited'] * 1000:,.0f}"
+        cells = [late if value is None else f"{value:,.0f}" for value in (run["p50"], run["p99"], run["max"])]
+        rate = f"{'' if run['complete'] else '< '}{run['throughput']:,.0f}"
+        return f"| {label} | {run['received']:,} of {run['expected']:,} | {' | '.join(cells)} | {rate} | {target} |"
+
+    alone, hostile, ratio, load = iso["alone"], iso["hostile"], iso["ratio"], iso["load"]
+    hostile_events, stream_rate = load["hostile_events"], load["stream_rate"]
+    p99_ok = hostile["p99"] is not None and hostile["p99"] < 2000
+    ratio_ok = ratio is not None and not iso["ratio_is_bound"] and ratio >= 0.8
+    ratio_text = "n/a" if ratio is None else f"{'< ' if iso['ratio_is_bound'] else ''}{ratio:.2f}x"
+    lines = [
+        "## 4. Webhook isolation",
+        "",
+        "Three accounts with one webhook endpoint each, every one a receiver process of its own on 127.0.0.1: "
+        f"healthy (200 at once), hanging (reads the request and holds it unanswered for {iso['hang_seconds']} s) "
+        f"and failing (500 at once). One Celery worker with concurrency {iso['concurrency']}, started afresh for "
+        f"each run, default webhook settings (`WEBHOOK_TIMEOUT` {iso['webhook_timeout']} s, "
+        f"`WEBHOOK_BATCH_SIZE` {iso['batch_size']}). The run with hostile endpoints first commits "
+        f"{hostile_events:,} events for the hanging endpoint's account and {hostile_events:,} for the failing one's "
+        f"(`events_emit`, transactions of {load['hostile_batch']}), then at once the same healthy load as the run "
+        f"alone: {stream_rate * load['stream_seconds']} single-event transactions at {stream_rate}/s (latency: "
+        "the receiver's arrival time of each delivery less its event's commit), then a burst of "
+        f"{load['burst_events']:,} events in transactions of {load['burst_batch']} (throughput: its deliveries "
+        "over the time from its first commit to its last arrival). The healthy deliveries are waited for at most "
+        f"{load['arrival_timeout']} s after the load; the hostile ones are not.",
+        "",
+        "| Run | healthy deliveries | latency p50 ms | p99 ms | max ms | burst deliveries/s | target |",
+        "|---|---:|---:|---:|---:|---:|---|",
+        row("alone", alone, ""),
+        row("with hostile endpoints", hostile, f"p99 <2 s: {verdict(p99_ok)}"),
+        f"| ratio (with / alone) | | | | | {ratio_text} | {verdict(ratio_ok)} (≥0.8x) |",
+        "",
+    ]
+    for name, run in (("alone", alone), ("with hostile endpoints", hostile)):
+        if run["received"] < run["expected"]:
+            lines += [
+                f"Run {name}: {run['expected'] - run['received']:,} healthy deliveries had not arrived "
+                f"{run['waited']:.0f} s after the load ({run['stream_missing']} of the stream's, "
+                f"{run['burst_events'] - run['burst_received']:,} of the burst's); its burst throughput is an "
+                "upper bound.",
+                "",
+            ]
+    lines += [
+        "The hostile endpoints in the run with them when the wait for the healthy deliveries ended "
+        f"({hostile['waited']:.0f} s after the load): "
+        + "; ".join(
+            f"{role}: its receiver saw {h['requests']:,} requests; in the database {h['attempts']:,} attempts, "
+            f"{h['attempted']:,} of {hostile_events:,} deliveries attempted, {h['pending']:,} still pending"
+            for role, h in hostile["hostile_endpoints"].items()
+        )
+        + ". The load as emitted, alone / with hostile endpoints: the stream over "
+        f"{alone['stream_seconds']:.1f} / {hostile['stream_seconds']:.1f} s, the burst committed over "
+        f"{alone['burst_commit_seconds']:.1f} / {hostile['burst_commit_seconds']:.1f} s. "
+        f"The part took {iso['seconds']:.0f} s.",
+        "",
+    ]
+    return lines
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", default="api,webhooks,plan")
+    parser.add_argument("--only", default=",".join(PARTS))
     parser.add_argument("--duration", type=int, default=20, help="seconds of load per API endpoint (and floor)")
     parser.add_argument("--webhook-events", type=int, default=WEBHOOK_EVENTS)
     args = parser.parse_args()
@@ -865,7 +934,7 @@ def main() -> int:
     flush_redis()
     setup_django()
     info = machine()
-    api = hooks = plan = None
+    api = hooks = plan = isolation = None
     try:
         if "api" in parts:
             print("bench: API throughput", flush=True)
@@ -876,13 +945,18 @@ def main() -> int:
         if "plan" in parts:
             print("bench: content plan", flush=True)
             plan = bench_content_plan()
+        if "isolation" in parts:
+            print("bench: webhook isolation", flush=True)
+            from bench.isolation import bench_isolation
+
+            isolation = bench_isolation()
     finally:
         Process.stop_all()
         flush_redis()
-    text = report(info, api, hooks, plan)
+    text = report(info, api, hooks, plan, isolation)
     text += f"\nThe whole benchmark took {math.ceil(time.monotonic() - started)} s.\n"
     print("\n" + text)
-    if parts == {"api", "webhooks", "plan"}:
+    if parts == set(PARTS):
         RESULTS.write_text(text)
         print(f"bench: written to {RESULTS.relative_to(ROOT)}")
     return 0

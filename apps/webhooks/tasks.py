@@ -6,7 +6,7 @@ from apps.webhooks import senders, services
 # How long a task waits for its attempts (on the process's sender threads) before it returns and
 # frees its worker process for the next task. Attempts to a working receiver end well within it;
 # one that hangs carries on alone and records its own outcome, holding up no other endpoint.
-PATIENCE = 1.0
+PATIENCE = 0.25
 
 
 @shared_task(name="webhooks.deliver", acks_late=True, ignore_result=True)
