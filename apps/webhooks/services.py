@@ -477,9 +477,11 @@ def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
     total = 0
     while True:
         with transaction.atomic():
-            # skip_locked: two sweepers (or a sweeper and a worker) never claim the same rows.
+            # skip_locked: two sweepers (or a sweeper and a worker) never claim the same rows. Only
+            # the deliveries are locked, not their endpoints (joined for the filter), which
+            # workers lock while they claim and record batches.
             ids = list(
-                Delivery.objects.select_for_update(skip_locked=True)
+                Delivery.objects.select_for_update(skip_locked=True, of=("self",))
                 .filter(
                     status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__enabled=True,
                     endpoint__consecutive_failures__lt=settings.WEBHOOK_BREAKER_THRESHOLD,
