@@ -123,6 +123,16 @@ def admin_session(user) -> Client:
     return client
 
 
+def settings_loaded(code: str, env: dict, *, unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Run `code`, which imports config.settings, in a fresh interpreter: this environment without
+    the variables that start with any of `unset`, plus `env` (start-up validation seen from outside)."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith(unset)}
+    return subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, cwd=settings.BASE_DIR, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+
+
 def wait_until(condition, timeout: float = 30.0, step: float = 0.2, action=None) -> None:
     """Poll `condition` (running `action` before each look) until it holds; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout

@@ -3,7 +3,6 @@ import uuid
 from datetime import timedelta
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.db.models import OuterRef, Subquery
@@ -16,7 +15,14 @@ from django.utils.html import format_html
 from apps.core.admin import ObjectButton, ObjectButtonsAdmin, run_on_selected
 from apps.core.counts import count_of
 from apps.webhooks import services
-from apps.webhooks.models import SUBSCRIBABLE_EVENTS, Attempt, Delivery, DeliveryStatus, WebhookEndpoint
+from apps.webhooks.models import (
+    SUBSCRIBABLE_EVENTS,
+    Attempt,
+    Delivery,
+    DeliveryStatus,
+    WebhookEndpoint,
+    held_back_endpoints,
+)
 
 RECENT_DELIVERIES = 20
 SUCCESS_RATE_WINDOW = timedelta(hours=24)
@@ -92,11 +98,11 @@ class EndpointStateFilter(admin.SimpleListFilter):
         return [("enabled", "Enabled"), ("failing", "Failing"), ("held", "Held back"), ("disabled", "Disabled")]
 
     def queryset(self, request, queryset):
-        threshold = settings.WEBHOOK_BREAKER_THRESHOLD
+        enabled = queryset.filter(enabled=True)
         return {
-            "enabled": queryset.filter(enabled=True, consecutive_failures=0),
-            "failing": queryset.filter(enabled=True, consecutive_failures__gt=0, consecutive_failures__lt=threshold),
-            "held": queryset.filter(enabled=True, consecutive_failures__gte=threshold),
+            "enabled": enabled.filter(consecutive_failures=0),
+            "failing": enabled.filter(consecutive_failures__gt=0).exclude(held_back_endpoints()),
+            "held": enabled.filter(held_back_endpoints()),
             "disabled": queryset.filter(enabled=False),
         }.get(self.value(), queryset)
 

@@ -28,6 +28,17 @@ def new_secret() -> str:
     return f"whsec_{secrets.token_hex(32)}"
 
 
+def held_back_endpoints(prefix: str = "") -> models.Q:
+    """Endpoints their breaker holds back (`WebhookEndpoint.held_back` in a query); `prefix`
+    reaches them from another model, e.g. "endpoint__" from deliveries."""
+    return models.Q(**{f"{prefix}consecutive_failures__gte": settings.WEBHOOK_BREAKER_THRESHOLD})
+
+
+def unleased(now: datetime) -> models.Q:
+    """Deliveries no worker holds: never taken, or their holder's lease has run out."""
+    return models.Q(locked_until__isnull=True) | models.Q(locked_until__lt=now)
+
+
 class WebhookEndpoint(models.Model):
     account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="webhook_endpoints")
     url = models.URLField(max_length=2000, help_text="http(s) URL that receives the POSTs.")

@@ -35,7 +35,9 @@ from apps.webhooks.models import (
     Event,
     EventKind,
     WebhookEndpoint,
+    held_back_endpoints,
     new_secret,
+    unleased,
 )
 from apps.webhooks.senders import SenderPool
 from apps.webhooks.serializers import delivery_body
@@ -190,8 +192,7 @@ def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Deli
     # Long enough for the slowest attempt (connect timeout plus read timeout), with a margin; a
     # batch starts no attempt after WEBHOOK_TIMEOUT, so its last one ends within the lease too.
     lease = now + timedelta(seconds=settings.WEBHOOK_TIMEOUT * 2 + 5)
-    free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
-    claimable = Delivery.objects.filter(free, pk__in=delivery_ids)
+    claimable = Delivery.objects.filter(unleased(now), pk__in=delivery_ids)
     with transaction.atomic():
         # A conditional UPDATE is atomic, so of two workers with the same message only one wins.
         # A manual retry is an operator's request: it goes out whatever the endpoint's state.
@@ -444,20 +445,24 @@ def _tell_admins_disabled(endpoint_id: int) -> None:
         logger.warning("e-mail about disabled webhook endpoint %s not sent: %s", endpoint_id, exc)
 
 
-def _take_waiting(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
-    """The endpoint's due deliveries that wait with no task at the broker, oldest first, marked as
-    handed over (the caller enqueues them after commit)."""
-    ids = list(
-        Delivery.objects.filter(
-            endpoint=endpoint, status=DeliveryStatus.PENDING, enqueued_at__isnull=True,
-            locked_until__isnull=True, next_attempt_at__lte=now,
-        )
-        .order_by("created_at", "event_id")
-        .values_list("pk", flat=True)[:SWEEP_BATCH]
-    )  # fmt: skip
+def _due_oldest_first(endpoint_id: int, now: datetime):
+    return Delivery.objects.filter(
+        endpoint_id=endpoint_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+    ).order_by("created_at", "event_id")
+
+
+def _mark_handed_over(ids: list, now: datetime) -> list[str]:
+    """Note that the broker gets a task for these deliveries (the caller enqueues them, after its commit)."""
     if ids:
         Delivery.objects.filter(pk__in=ids).update(enqueued_at=now)
     return [str(pk) for pk in ids]
+
+
+def _take_waiting(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
+    """The endpoint's due deliveries that wait with no task at the broker, oldest first, marked as
+    handed over."""
+    waiting = _due_oldest_first(endpoint.pk, now).filter(enqueued_at__isnull=True, locked_until__isnull=True)
+    return _mark_handed_over(list(waiting.values_list("pk", flat=True)[:SWEEP_BATCH]), now)
 
 
 def delivery_attempt(*, delivery_id: str, manual: bool = False, **sending) -> Attempt | None:
@@ -482,19 +487,16 @@ def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
             # workers lock while they claim and record batches.
             ids = list(
                 Delivery.objects.select_for_update(skip_locked=True, of=("self",))
-                .filter(
-                    status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__enabled=True,
-                    endpoint__consecutive_failures__lt=settings.WEBHOOK_BREAKER_THRESHOLD,
-                )
-                .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
+                .filter(unleased(now), status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__enabled=True)
+                .exclude(held_back_endpoints("endpoint__"))
                 .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale) | Q(locked_until__lt=now))
                 .order_by("next_attempt_at")
                 .values_list("pk", flat=True)[:limit]
-            )  # fmt: skip
+            )
             if not ids:
                 break
-            Delivery.objects.filter(pk__in=ids).update(enqueued_at=now)
-        enqueue([str(pk) for pk in ids])
+            handed_over = _mark_handed_over(ids, now)
+        enqueue(handed_over)
         total += len(ids)
         if len(ids) < limit:
             break
@@ -506,28 +508,18 @@ def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
 
 def _send_probes(now: datetime) -> int:
     """Hand over the oldest due delivery of each endpoint held back whose probe is due."""
-    held_back = WebhookEndpoint.objects.filter(
-        Q(next_probe_at__isnull=True) | Q(next_probe_at__lte=now),
-        enabled=True,
-        consecutive_failures__gte=settings.WEBHOOK_BREAKER_THRESHOLD,
+    probe_due = WebhookEndpoint.objects.filter(
+        held_back_endpoints(), Q(next_probe_at__isnull=True) | Q(next_probe_at__lte=now), enabled=True
     )
-    free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
     ids = []
-    for endpoint_id in held_back.values_list("pk", flat=True):
-        oldest = (
-            Delivery.objects.filter(
-                free, endpoint_id=endpoint_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
-            )
-            .order_by("created_at", "event_id")
-            .values_list("pk", flat=True)
-            .first()
-        )
+    for endpoint_id in probe_due.values_list("pk", flat=True):
+        oldest = _due_oldest_first(endpoint_id, now).filter(unleased(now)).values_list("pk", flat=True).first()
         if oldest is not None:
-            ids.append(str(oldest))
-    if ids:
-        Delivery.objects.filter(pk__in=ids).update(enqueued_at=now)
-        enqueue(ids)
-    return len(ids)
+            ids.append(oldest)
+    handed_over = _mark_handed_over(ids, now)
+    if handed_over:
+        enqueue(handed_over)
+    return len(handed_over)
 
 
 @transaction.atomic

@@ -1,9 +1,7 @@
 import json
-import os
 import re
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
@@ -16,6 +14,7 @@ from django.urls import reverse
 
 from apps.api import ratelimit
 from apps.api.errors import exception_handler
+from tests.conftest import settings_loaded
 from tests.factories import OperatorFactory
 
 pytestmark = pytest.mark.django_db
@@ -333,13 +332,9 @@ def test_the_admin_lives_at_admin_url():
 
 # --- Settings from the environment, validated at start-up ---
 
-CLEAN_ENV = {
-    key: value
-    for key, value in os.environ.items()
-    if not key.startswith(("RATE_LIMIT_", "SECURE_HSTS_", "DJANGO_"))
-    and key not in {"ENVIRONMENT", "SECRET_KEY", "DEBUG", "MAX_REQUEST_BODY_BYTES", "NUM_PROXIES"}
-    and key not in {"ADMIN_LOGIN_FAILURE_LIMIT"}
-}
+# What these tests set, unset first (as prefixes: the names of single variables match no other one).
+UNSET = ("RATE_LIMIT_", "SECURE_HSTS_", "DJANGO_", "ENVIRONMENT", "SECRET_KEY", "DEBUG", "MAX_REQUEST_BODY_BYTES",
+         "NUM_PROXIES", "ADMIN_LOGIN_FAILURE_LIMIT")  # fmt: skip
 SHOW = (
     "import json, config.settings as s; print(json.dumps({'DEBUG': s.DEBUG, 'RATE_LIMITS': s.RATE_LIMITS, "
     "'AUTH': s.RATE_LIMIT_AUTH_FAILURES, 'BODY': s.DATA_UPLOAD_MAX_MEMORY_SIZE, 'HSTS': s.SECURE_HSTS_SECONDS, "
@@ -348,14 +343,7 @@ SHOW = (
 
 
 def load_settings(**env) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", SHOW],
-        env={**CLEAN_ENV, **env},
-        cwd=django_settings.BASE_DIR,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return settings_loaded(SHOW, env, unset=UNSET)
 
 
 def settings_from(**env) -> dict:

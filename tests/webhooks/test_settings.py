@@ -1,12 +1,11 @@
 """The delivery knobs come from the environment; bad values stop the start-up."""
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
-from django.conf import settings
+
+from tests.conftest import settings_loaded
 
 SHOW = (
     "import json, config.settings as s; print(json.dumps([s.WEBHOOK_DISABLE_AFTER.total_seconds(), "
@@ -15,11 +14,7 @@ SHOW = (
 
 
 def load(**env) -> subprocess.CompletedProcess:
-    clean = {key: value for key, value in os.environ.items() if not key.startswith(("WEBHOOK_", "DJANGO_"))}
-    return subprocess.run(
-        [sys.executable, "-c", SHOW], env={**clean, **env}, cwd=settings.BASE_DIR, capture_output=True, text=True,
-        timeout=60,
-    )  # fmt: skip
+    return settings_loaded(SHOW, env, unset=("WEBHOOK_", "DJANGO_"))
 
 
 def test_defaults_hold_an_endpoint_back_after_5_failures_and_disable_it_after_5_days():
