@@ -30,6 +30,15 @@ def _env_list_of_ints(name: str, default: str) -> list[int]:
     return values
 
 
+def _bool(name: str, *, default: bool) -> bool:
+    """true/false, 1/0, yes/no, on/off; anything else stops the start-up (environ's own reading
+    takes every unknown word as false)."""
+    raw = env.str(name, default=str(default)).strip().lower()
+    if raw not in {"true", "false", "1", "0", "yes", "no", "on", "off"}:
+        raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
+    return raw in {"true", "1", "yes", "on"}
+
+
 def _positive_int(name: str, default: int) -> int:
     value = env.int(name, default=default)
     if value <= 0:
@@ -67,16 +76,34 @@ ENVIRONMENT = env.str("ENVIRONMENT", default="development")
 if ENVIRONMENT not in {"development", "production"}:
     raise ImproperlyConfigured(f"ENVIRONMENT must be 'development' or 'production', got {ENVIRONMENT!r}")
 
-DEBUG = env.bool("DEBUG", default=False)
+IS_PRODUCTION = ENVIRONMENT == "production"
+DEBUG = _bool("DEBUG", default=False)
 
 # Outside development a real secret is mandatory; the development default only ever signs local
 # sessions on a developer's machine.
-if ENVIRONMENT == "production":
+if IS_PRODUCTION:
     SECRET_KEY = env.str("SECRET_KEY")
 else:
     SECRET_KEY = env.str("SECRET_KEY", default="insecure-development-key-do-not-use-in-production")
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+
+# Production refuses, at start-up, what would expose it: debug pages (settings, code, SQL), a
+# secret short enough to guess (Django's deploy check asks for 50 characters, 5 of them different),
+# and a Host header taken from anyone (password-reset and invitation links are built from it).
+SECRET_KEY_MIN_LENGTH = 50
+if IS_PRODUCTION:
+    if DEBUG:
+        raise ImproperlyConfigured("DEBUG must be false when ENVIRONMENT=production")
+    if len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH or len(set(SECRET_KEY)) < 5:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY must be at least {SECRET_KEY_MIN_LENGTH} characters, at least 5 of them different, when "
+            "ENVIRONMENT=production (for example: python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
+    if "*" in ALLOWED_HOSTS or not ALLOWED_HOSTS:
+        raise ImproperlyConfigured(
+            "ALLOWED_HOSTS must name the service's host names (not '*') when ENVIRONMENT=production"
+        )
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 ADMIN_URL = env.str("ADMIN_URL", default="admin/").strip("/") + "/"
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
@@ -179,8 +206,12 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "config.storage.StaticFilesStorage"},
 }
+# The release step collects the static files (hashed names, compressed, cached for a year). A web
+# process started without it still answers every page: a file missing from the manifest keeps its
+# plain name and is served from the apps' own static folders, instead of a 500 for the page.
+WHITENOISE_USE_FINDERS = True
 
 # --- Redis: broker and shared cache. Empty means the embedded, server-less defaults. ---
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -244,7 +275,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["apps.api.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["apps.api.permissions.HasRequiredScope"],
     "DEFAULT_RENDERER_CLASSES": ["apps.api.rendering.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["apps.api.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.PagePagination",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.api.errors.exception_handler",
@@ -325,12 +356,28 @@ AXES_VERBOSE = False
 DATA_UPLOAD_MAX_MEMORY_SIZE = _positive_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024)
 
 # --- E-mail ---
-EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+# Development prints each e-mail (invitation links included) to the process's output; production
+# sends them over SMTP and refuses the backends that would write them, with their one-time tokens,
+# to a log or a file (or keep them in memory, unsent).
+EMAIL_BACKEND = env.str(
+    "EMAIL_BACKEND",
+    default="django.core.mail.backends.smtp.EmailBackend"
+    if IS_PRODUCTION
+    else "django.core.mail.backends.console.EmailBackend",
+)
+UNSENT_EMAIL_BACKENDS = {
+    f"django.core.mail.backends.{name}.EmailBackend" for name in ("console", "filebased", "locmem")
+}
+if IS_PRODUCTION and EMAIL_BACKEND in UNSENT_EMAIL_BACKENDS:
+    raise ImproperlyConfigured(
+        f"EMAIL_BACKEND {EMAIL_BACKEND!r} writes e-mails (and the tokens in them) where they are not sent; "
+        "set a backend that sends them (for example django.core.mail.backends.smtp.EmailBackend) in production"
+    )
 EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
 EMAIL_PORT = env.int("EMAIL_PORT", default=25)
 EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
 EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
-EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_TLS = _bool("EMAIL_USE_TLS", default=False)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Content Publishing <noreply@localhost>")
 
 # --- Users, sign-in and single sign-on ---
@@ -381,13 +428,17 @@ SESSION_COOKIE_HTTPONLY = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=ENVIRONMENT == "production")
-CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=ENVIRONMENT == "production")
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIND_TLS_PROXY", default=False) else None
+SESSION_COOKIE_SECURE = _bool("SESSION_COOKIE_SECURE", default=IS_PRODUCTION)
+CSRF_COOKIE_SECURE = _bool("CSRF_COOKIE_SECURE", default=IS_PRODUCTION)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if _bool("BEHIND_TLS_PROXY", default=False) else None
+# Plain-HTTP requests are redirected to HTTPS; health checks are exempt, since load balancers probe
+# them over plain HTTP from inside the network.
+SECURE_SSL_REDIRECT = _bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 # Sent on HTTPS responses only; 0 leaves HSTS off (turn it on once HTTPS works everywhere).
 SECURE_HSTS_SECONDS = _non_negative_int("SECURE_HSTS_SECONDS", 0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
-SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = _bool("SECURE_HSTS_PRELOAD", default=False)
 
 # --- Webhooks ---
 WEBHOOK_TIMEOUT = _positive_int("WEBHOOK_TIMEOUT", 10)
@@ -400,7 +451,7 @@ WEBHOOK_HISTORY_DAYS = _positive_int("WEBHOOK_HISTORY_DAYS", 30)
 # Deliveries handed to the broker in one task, sent one after the other by one worker process:
 # one claim, one read and one write for all of them instead of for each.
 WEBHOOK_BATCH_SIZE = _positive_int("WEBHOOK_BATCH_SIZE", 50)
-WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
+WEBHOOK_ALLOW_PRIVATE_TARGETS = _bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
 # Attempts in flight at once per worker process (threads), so a receiver that hangs holds up a
 # thread, not the worker; and batches in flight at once per endpoint, over all workers, so one
 # endpoint's backlog or hang never takes more than that many of them.
@@ -419,3 +470,8 @@ CELERY_BEAT_SCHEDULE = {
     "webhooks.prune_history": {"task": "webhooks.prune_history", "schedule": 3600.0},
     "accounts.prune_sso_tokens": {"task": "accounts.prune_sso_tokens", "schedule": 3600.0},
 }
+# Where beat keeps the last run of each entry (a shelve file: a suffix such as `.db` may be added).
+# `celery beat` reads it from here when no --schedule is given; its folder is made at start-up so
+# beat runs from a fresh checkout. A string: celery appends the shelve suffixes to it.
+CELERY_BEAT_SCHEDULE_FILENAME = env.str("BEAT_SCHEDULE_FILE", default=str(VAR_DIR / "celerybeat-schedule"))
+Path(CELERY_BEAT_SCHEDULE_FILENAME).parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,11 @@
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
+from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+from django.contrib.admin.utils import quote
+from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, SsoTokenState
 from apps.accounts.services import api_key_create, api_key_revoke
@@ -32,6 +37,23 @@ class ApiKeyForm(forms.ModelForm):
         if account and user and user.account_id != account.id:
             self.add_error("user", "The key's user must belong to the key's account.")
         return cleaned
+
+
+class ShownOnce:
+    """A secret for a page to show: written out in full where the template puts it, but never in a
+    repr, which is what reaches logs (the template engine logs a failed variable lookup, at DEBUG,
+    with the whole context)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def __str__(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<secret, shown once>"
 
 
 @admin.register(ApiKey)
@@ -72,9 +94,32 @@ class ApiKeyAdmin(admin.ModelAdmin):
         obj.pk, obj._state.adding = created.pk, False
         for field in ("prefix", "key_hash", "scopes", "expires_at", "created_at"):
             setattr(obj, field, getattr(created, field))
-        self.message_user(
-            request, f"The new API key is shown only this once; copy it now: {raw}", level=messages.WARNING
-        )
+        # For response_add to show, on this request's copy of the object only: never stored,
+        # never put in a message (messages travel in a cookie).
+        obj._raw_key = raw
+
+    def response_add(self, request, obj, post_url_continue=None):
+        """The key, once, on the answer to the POST that created it, whichever save button was
+        pressed: a redirect could carry it to the next page only in the session or a cookie."""
+        may_view = self.has_view_or_change_permission
+        preserved = {"preserved_filters": self.get_preserved_filters(request), "opts": self.opts}
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "API key created",
+            "opts": self.opts,
+            "api_key": obj,
+            "raw_key": ShownOnce(vars(obj).pop("_raw_key")),
+            "change_url": self._url("change", quote(obj.pk)) if may_view(request, obj) else None,
+            "changelist_url": add_preserved_filters(preserved, self._url("changelist")) if may_view(request) else None,
+            "add_url": add_preserved_filters(preserved, self._url("add")) if self.has_add_permission(request) else None,
+        }
+        response = TemplateResponse(request, "admin/accounts/apikey/created.html", context)
+        add_never_cache_headers(response)  # no copy of the page, and so of the key, in any cache
+        return response
+
+    def _url(self, page: str, *args) -> str:
+        name = f"admin:{self.opts.app_label}_{self.opts.model_name}_{page}"
+        return reverse(name, args=args, current_app=self.admin_site.name)
 
     @admin.action(description="Revoke selected API keys")
     def revoke_selected(self, request, queryset):

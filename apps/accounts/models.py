@@ -8,6 +8,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from apps.core.fields import JSONField
+
 
 class Plan(models.TextChoices):
     FREE = "free", "Free"
@@ -67,7 +69,7 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=8, unique=True, editable=False, help_text="Non-secret lookup part.")
     key_hash = models.CharField(max_length=64, editable=False)
-    scopes = models.JSONField(default=list, blank=True)
+    scopes = JSONField(default=list, blank=True)
     expires_at = models.DateTimeField()
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)

@@ -4,6 +4,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSe
 from drf_spectacular.utils import OpenApiCallback, OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 
+from apps.core import json_input
 from apps.users.serializers import UserEventSerializer
 
 
@@ -164,7 +165,16 @@ HTTP_ERRORS = {
     "406": ("The Accept header allows no JSON (`application/json`, `application/*` and `*/*` do).", "not_acceptable"),
     "429": (RATE_LIMITED_DESCRIPTION, "rate_limit_exceeded"),
 }
+JSON_INPUT_RULES = (
+    "Every JSON body, at any depth: strings and object keys hold no U+0000 (`null_character`) and no lone "
+    "UTF-16 surrogate (`lone_surrogate`); numbers are finite and within "
+    f"±{json_input.NUMBER_LIMIT:.16e} (`number_out_of_range`: no NaN, Infinity, 1e999); arrays and objects "
+    f"nest at most {json_input.MAX_DEPTH} levels, the body itself counting as 1 (`too_deep`). A body that breaks "
+    "one is refused with 400 `VALIDATION_ERROR`, `details.field` the value's path (`metadata.a[0]`) and "
+    "`details.rule` the rule."
+)
 BODY_ERRORS = {
+    "400": ("Invalid body; `details` names the field and rule.", "VALIDATION_ERROR"),
     "411": ("A body sent without Content-Length (chunked).", "length_required"),
     "413": ("The body is larger than the limit (MAX_REQUEST_BODY_BYTES, 1 MiB by default).", "payload_too_large"),
     "415": ("The body is not JSON (`Content-Type: application/json`).", "unsupported_media_type"),
@@ -200,8 +210,8 @@ def _names_one_of(body: dict, schemas: dict) -> bool:
 
 def add_http_layer(result, generator, request, public):
     """drf-spectacular postprocessing hook: the rate-limit and version headers on every response,
-    the 406/429 (and, with a body, 411/413/415) errors, conditional GET, and empty query values, on
-    every operation."""
+    the 406/429 (and, with a body, 400/411/413/415 and the JSON input rules) errors, conditional GET,
+    and empty query values, on every operation."""
     components = result.setdefault("components", {})
     components.setdefault("headers", {}).update({**SHARED_HEADERS, **EXTRA_HEADERS})
     for methods in result.get("paths", {}).values():
@@ -211,6 +221,10 @@ def add_http_layer(result, generator, request, public):
             for status, (description, code) in errors.items():
                 responses.setdefault(status, _error_response(description, code))
             body = operation.get("requestBody")
+            if body:
+                for described in (body, responses["400"]):
+                    described["description"] = " ".join(filter(None, [described.get("description"), JSON_INPUT_RULES]))
+                body["x-json-input-rules"] = {"max_depth": json_input.MAX_DEPTH, "max_number": json_input.NUMBER_LIMIT}
             if body and not body.get("required") and _names_one_of(body, components.get("schemas", {})):
                 # A body that must name one of several fields (`oneOf` of `required`) cannot be left out.
                 body["required"] = True

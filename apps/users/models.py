@@ -10,6 +10,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
 
+from apps.core.fields import JSONField
+
 
 class Role(models.TextChoices):
     ADMIN = "admin", "Admin"
@@ -135,7 +137,11 @@ def validate_permissions(value) -> None:
 def validate_metadata(value) -> None:
     if not isinstance(value, dict):
         raise ValidationError("Metadata must be a JSON object.", code="not_a_dict")
-    size = len(json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(",", ":")).encode())
+    size = len(
+        json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(",", ":")).encode(
+            errors="surrogatepass"
+        )
+    )
     if size > METADATA_MAX_BYTES:
         raise ValidationError(
             f"Metadata is {size} bytes of JSON; at most {METADATA_MAX_BYTES} are allowed.", code="max_size"
@@ -223,11 +229,11 @@ class User(AbstractBaseUser):
     name = models.CharField(max_length=200, blank=True)
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
-    permissions = models.JSONField(default=list, blank=True, validators=[validate_permissions])
-    metadata = models.JSONField(default=dict, blank=True, validators=[validate_metadata])
+    permissions = JSONField(default=list, blank=True, validators=[validate_permissions])
+    metadata = JSONField(default=dict, blank=True, validators=[validate_metadata])
     timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone])
     language = models.CharField(max_length=35, default="en", validators=[validate_language])
-    notification_preferences = models.JSONField(
+    notification_preferences = JSONField(
         default=default_notification_preferences, validators=[validate_notification_preferences]
     )
     invitation_sent_at = models.DateTimeField(null=True, blank=True)

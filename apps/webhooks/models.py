@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from apps.core.fields import JSONField
+
 
 class EventKind(models.TextChoices):
     POST_UPDATED = "post.updated"
@@ -42,7 +44,7 @@ def unleased(now: datetime) -> models.Q:
 class WebhookEndpoint(models.Model):
     account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="webhook_endpoints")
     url = models.URLField(max_length=2000, help_text="http(s) URL that receives the POSTs.")
-    events = models.JSONField(default=list, blank=True, help_text="Subscribed event kinds; empty means all.")
+    events = JSONField(default=list, blank=True, help_text="Subscribed event kinds; empty means all.")
     enabled = models.BooleanField(default=True)
     description = models.CharField(max_length=300, blank=True)
     secret = models.CharField(max_length=80, default=new_secret, editable=False)
@@ -195,10 +197,10 @@ class Attempt(models.Model):
     number = models.PositiveSmallIntegerField()
     trigger = models.CharField(max_length=16, choices=AttemptTrigger.choices, default=AttemptTrigger.AUTOMATIC)
     started_at = models.DateTimeField()
-    request_headers = models.JSONField(default=dict)
+    request_headers = JSONField(default=dict)
     request_body = models.TextField()
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    response_headers = models.JSONField(default=dict, blank=True)
+    response_headers = JSONField(default=dict, blank=True)
     response_body = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)

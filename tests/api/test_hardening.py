@@ -413,4 +413,4 @@ def test_production_requires_a_secret_key():
 
 
 def test_production_with_a_secret_key_starts_with_debug_off():
-    assert settings_from(ENVIRONMENT="production", SECRET_KEY="s" * 50)["DEBUG"] is False
+    assert settings_from(ENVIRONMENT="production", SECRET_KEY="0123456789abcdefghij" * 3)["DEBUG"] is False

@@ -1,0 +1,90 @@
+"""Production refuses, at start-up, settings that would expose it or leak secrets, and Django's deploy
+check is clean with the production settings docs/operations.md gives."""
+
+import re
+import subprocess
+
+import pytest
+from django.conf import settings
+
+from tests.conftest import settings_loaded
+
+# Everything these tests set is unset first (prefixes), so the machine's environment cannot leak in.
+UNSET = ("ENVIRONMENT", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "EMAIL_", "SECURE_", "BEHIND_TLS_PROXY", "DJANGO_")
+SECRET = "k3y-" + "0123456789abcdefghijklmnopqrstuvwxyz" * 2
+PRODUCTION = {"ENVIRONMENT": "production", "SECRET_KEY": SECRET, "ALLOWED_HOSTS": "cps.example.com"}
+SHOW = "import config.settings as s; print(s.EMAIL_BACKEND, s.SECURE_SSL_REDIRECT, s.DEBUG)"
+
+
+def start(**env) -> subprocess.CompletedProcess:
+    return settings_loaded(SHOW, env, unset=UNSET)
+
+
+def test_production_starts_with_the_documented_minimum_and_sends_e_mail_over_smtp():
+    result = start(**PRODUCTION)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.core.mail.backends.smtp.EmailBackend", "False", "False"]
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"DEBUG": "true"}, "DEBUG must be false"),
+        ({"SECRET_KEY": "x"}, "SECRET_KEY must be at least 50 characters"),
+        ({"SECRET_KEY": SECRET[:49]}, "SECRET_KEY must be at least 50 characters"),
+        ({"SECRET_KEY": "ab" * 30}, "at least 5 of them different"),
+        ({"ALLOWED_HOSTS": "*"}, "ALLOWED_HOSTS must name"),
+        ({"ALLOWED_HOSTS": "cps.example.com,*"}, "ALLOWED_HOSTS must name"),
+        ({"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}, "EMAIL_BACKEND"),
+        ({"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend"}, "EMAIL_BACKEND"),
+        ({"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"}, "EMAIL_BACKEND"),
+    ],
+)
+def test_production_refuses_unsafe_settings_at_start_up(env, named):
+    result = start(**{**PRODUCTION, **env})
+    assert result.returncode != 0
+    assert named in result.stderr
+
+
+def test_development_prints_e_mails_and_may_debug():
+    result = start(DEBUG="true", SECRET_KEY="short")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.core.mail.backends.console.EmailBackend", "False", "True"]
+
+
+def test_the_https_redirect_comes_from_the_environment():
+    result = start(**PRODUCTION, SECURE_SSL_REDIRECT="true")
+    assert result.stdout.split()[1] == "True", result.stderr
+    assert start(SECURE_SSL_REDIRECT="maybe").returncode != 0
+
+
+def documented_production_settings() -> dict:
+    """The environment block of docs/operations.md's 'Running in production' section."""
+    text = (settings.BASE_DIR / "docs" / "operations.md").read_text()
+    [block] = re.findall(r"```env\n(.*?)```", text, re.DOTALL)
+    return dict(line.split("=", 1) for line in block.splitlines() if line and not line.startswith("#"))
+
+
+def test_the_deploy_check_is_clean_with_the_documented_production_settings():
+    documented = documented_production_settings()
+    assert documented["ENVIRONMENT"] == "production"
+    env = {**documented, "SECRET_KEY": SECRET}  # the docs show a placeholder
+    result = settings_loaded(
+        "import sys; from django.core.management import execute_from_command_line; "
+        "execute_from_command_line(['manage.py', 'check', '--deploy', '--fail-level', 'WARNING'])",
+        {**env, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        unset=(*UNSET, "DATABASE_URL", "REDIS_URL"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+@pytest.mark.django_db
+def test_with_the_https_redirect_plain_http_is_redirected_but_health_checks_answer(client, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    redirected = client.get("/v1/me")
+    assert (redirected.status_code, redirected["Location"]) == (301, "https://testserver/v1/me")
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/v1/me", headers={"X-Forwarded-Proto": "https"}).status_code == 301  # not behind a proxy
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    assert client.get("/v1/me", headers={"X-Forwarded-Proto": "https"}).status_code == 401
