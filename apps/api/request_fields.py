@@ -17,7 +17,10 @@ class _StringOnly:
 
 
 # A string with something in it besides whitespace; as a RegexValidator the schema states it as `pattern`.
-not_only_whitespace = RegexValidator(r"\S", message="This field may not be blank.", code="blank")
+# Whitespace as Python reads it (str.isspace: `\s`, which includes U+001C-U+001F and U+0085) and as
+# JSON Schema's ECMA-262 regexes read it (`\s`, which includes U+FEFF): the class names both, so the
+# pattern means the same to the server and to a client that checks it.
+not_only_whitespace = RegexValidator(r"[^\s\x1c-\x1f\x85\ufeff]", message="This field may not be blank.", code="blank")
 
 
 class StrictCharField(_StringOnly, serializers.CharField):

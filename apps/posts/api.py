@@ -75,7 +75,7 @@ class PostFilterSerializer(serializers.Serializer):
         required=False,
         help_text="Only posts in one of these statuses, comma separated, e.g. `draft,scheduled`.",
     )
-    tag = serializers.CharField(
+    tag = StrictCharField(
         required=False, max_length=TAG_NAME_MAX_LENGTH, help_text="Only posts with the tag of this exact name."
     )
     updated_since = serializers.DateTimeField(

@@ -2,6 +2,7 @@
 really applies, so that a client validating against the schema is neither refused nor surprised."""
 
 import re
+from urllib.parse import unquote
 
 import pytest
 
@@ -106,3 +107,22 @@ def test_time_zones_and_language_tags_are_stated_in_the_schema(openapi, admin):
     assert not re.search(body["language"]["pattern"], "english")
     response = admin.put("/v1/users/profile", {"timezone": zones[-1], "language": "es-419"}, format="json")
     assert response.status_code == 200
+
+
+@pytest.mark.parametrize("name", ["\u001d", "\x85", "\ufeff", " \u2028\xa0", "\u001c\u001f"])
+def test_a_name_of_only_whitespace_is_blank_as_the_schemas_pattern_says(openapi, admin, name):
+    pattern = body_schema(openapi, "/v1/users", "post")["properties"]["name"]["pattern"]
+    assert re.search(pattern, name) is None
+    response = admin.post("/v1/users", {"email": "blank@example.com", "name": name}, format="json")
+    assert (response.status_code, response.json()["error"]["details"]["rule"]) == (400, "blank")
+    assert re.search(pattern, "a\u001d")
+
+
+@pytest.mark.parametrize("tag", ["%20", "%C2%85", "%1D", "%E2%80%A8"])
+def test_a_tag_filter_of_only_whitespace_is_refused_as_the_schemas_pattern_says(openapi, admin, admin_key, tag):
+    parameters = openapi["paths"]["/v1/channels/{channel_id}/posts"]["get"]["parameters"]
+    [rule] = [p["schema"] for p in parameters if p["name"] == "tag"]
+    assert re.search(rule["pattern"], unquote(tag)) is None
+    channel = ChannelFactory(account=admin_key.account)
+    response = admin.get(f"/v1/channels/{channel.id}/posts?tag={tag}")
+    assert (response.status_code, response.json()["error"]["details"]["field"]) == (400, "tag")
