@@ -3,13 +3,12 @@ from django.contrib import admin
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.contrib.admin.utils import quote
 from django.template.response import TemplateResponse
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, SsoTokenState
 from apps.accounts.services import api_key_create, api_key_revoke
-from apps.core.admin import run_on_selected
+from apps.core.admin import page_url, run_on_selected
 
 
 @admin.register(Account)
@@ -109,17 +108,17 @@ class ApiKeyAdmin(admin.ModelAdmin):
             "opts": self.opts,
             "api_key": obj,
             "raw_key": ShownOnce(vars(obj).pop("_raw_key")),
-            "change_url": self._url("change", quote(obj.pk)) if may_view(request, obj) else None,
-            "changelist_url": add_preserved_filters(preserved, self._url("changelist")) if may_view(request) else None,
-            "add_url": add_preserved_filters(preserved, self._url("add")) if self.has_add_permission(request) else None,
+            "change_url": page_url(self, "change", quote(obj.pk)) if may_view(request, obj) else None,
+            "changelist_url": add_preserved_filters(preserved, page_url(self, "changelist"))
+            if may_view(request)
+            else None,
+            "add_url": add_preserved_filters(preserved, page_url(self, "add"))
+            if self.has_add_permission(request)
+            else None,
         }
         response = TemplateResponse(request, "admin/accounts/apikey/created.html", context)
         add_never_cache_headers(response)  # no copy of the page, and so of the key, in any cache
         return response
-
-    def _url(self, page: str, *args) -> str:
-        name = f"admin:{self.opts.app_label}_{self.opts.model_name}_{page}"
-        return reverse(name, args=args, current_app=self.admin_site.name)
 
     @admin.action(description="Revoke selected API keys")
     def revoke_selected(self, request, queryset):

@@ -82,6 +82,15 @@ class ObjectButton:
     permission: str = "change"
 
 
+def page_url(model_admin: admin.ModelAdmin, page: str, *args) -> str:
+    """The URL of one of a model admin's own pages (`add`, `changelist`, `change` with the quoted pk,
+    a button's) on the admin site it is registered with."""
+    opts = model_admin.opts
+    return reverse(
+        f"admin:{opts.app_label}_{opts.model_name}_{page}", args=args, current_app=model_admin.admin_site.name
+    )
+
+
 class ObjectButtonsAdmin(admin.ModelAdmin):
     """ModelAdmin with per-object buttons (`object_buttons`): the bulk actions' services, one
     object at a time, from its own page."""
@@ -121,7 +130,7 @@ class ObjectButtonsAdmin(admin.ModelAdmin):
             if obj is None:
                 return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
             run_on_selected(self, request, [obj], button.service, done=button.done)
-            return HttpResponseRedirect(self.object_url(self._url_name("change"), obj))
+            return HttpResponseRedirect(page_url(self, "change", quote(obj.pk)))
 
         return self.admin_site.admin_view(view)
 

@@ -15,9 +15,11 @@ from apps.core import json_input
 def validate_json_input(value) -> None:
     found = json_input.problems(value)
     if found:
-        raise ValidationError(
-            [ValidationError(_message(problem), code=problem["rule"]) for problem in found],
-        )
+        raise _invalid(found)
+
+
+def _invalid(found: list[dict]) -> ValidationError:
+    return ValidationError([ValidationError(_message(problem), code=problem["rule"]) for problem in found])
 
 
 def _message(problem: dict) -> str:
@@ -34,7 +36,7 @@ class JSONFormField(forms.JSONField):
         try:
             converted = json_input.loads(value)
         except json_input.JsonInputError as exc:
-            raise ValidationError([ValidationError(_message(p), code=p["rule"]) for p in exc.problems]) from exc
+            raise _invalid(exc.problems) from exc
         except ValueError as exc:
             raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value}) from exc
         return JSONString(converted) if isinstance(converted, str) else converted

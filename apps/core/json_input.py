@@ -75,11 +75,15 @@ def _parse_constant(text: str):
     return OutOfRange(text)  # NaN, Infinity, -Infinity: not JSON, though Python's json reads them
 
 
-def _too_deep(text: str) -> bool:
-    """Whether the text's arrays and objects nest deeper than MAX_DEPTH (or its brackets do not pair
-    up), without parsing it: with the strings taken out, innermost pairs are removed MAX_DEPTH times,
-    each pass a C-speed scan; most documents are gone after two or three."""
-    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+def _without_strings(text: str) -> str:
+    return _STRINGS.sub("", text)
+
+
+def _too_deep(skeleton: str) -> bool:
+    """Whether the arrays and objects of a text without its strings (`_without_strings`) nest deeper
+    than MAX_DEPTH (or its brackets do not pair up), without parsing it: innermost pairs are removed
+    MAX_DEPTH times, each pass a C-speed scan; most documents are gone after two or three."""
+    brackets = _NOT_BRACKETS.sub("", skeleton)
     for _ in range(MAX_DEPTH):
         if not brackets:
             return False
@@ -138,8 +142,8 @@ def problems(value, field: str | None = None, *, limit: int = 20) -> list[dict]:
         if isinstance(current, dict):
             children = []
             for key, item in current.items():
-                if isinstance(key, str) and _BAD_CHARACTER.search(key):
-                    found.append(problem(path, _rule_broken_by(key)))  # reported at the object holding it
+                if key_rule := _rule_broken_by(key):
+                    found.append(problem(path, key_rule))  # reported at the object holding the key
                 children.append((child_path(path, str(key)), item, depth + 1))
             pending.extend(reversed(children))
         elif isinstance(current, list | tuple):
@@ -170,12 +174,13 @@ def loads(text: str) -> object:
     """Parse JSON text under the policy: ValueError (json.JSONDecodeError) when it is not JSON,
     JsonInputError when it is but breaks a rule. Deep text is judged before parsing, so no input
     can exhaust the stack."""
-    if _too_deep(text):
+    skeleton = _without_strings(text)
+    if _too_deep(skeleton):
         path, start, end = _too_deep_container(text)
         # Malformed text can look deep to the bracket count alone: then json reports it as not JSON.
         if end > start:
             raise JsonInputError([problem(path, "too_deep")])
-    if not _LONG_DIGITS.search(_STRINGS.sub("", text)):
+    if not _LONG_DIGITS.search(skeleton):
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -183,10 +188,15 @@ def loads(text: str) -> object:
         else:
             return _checked(value) if _NUL_ESCAPE.search(text) else value
     try:
-        value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+        value = _exact_loads(text)
     except RecursionError as exc:  # a bracket count fooled by malformed strings; never valid JSON
         raise json.JSONDecodeError("nesting too deep", text, 0) from exc
     return _checked(value)
+
+
+def _exact_loads(text: str):
+    """json.loads keeping integers exact and each out-of-range number as an OutOfRange of its text."""
+    return json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
 
 
 def _checked(value):
@@ -200,13 +210,12 @@ def repaired(text: str) -> str:
     """Stored JSON text made to follow the policy, losing nothing: each container nested deeper
     than MAX_DEPTH becomes a string holding its JSON text, each out-of-range number a string of
     its digits. (Strings cannot hold U+0000 or lone surrogates in jsonb; elsewhere they are dropped.)"""
-    while _too_deep(text):
+    while _too_deep(_without_strings(text)):
         _, start, end = _too_deep_container(text)
         if end == start:
             break
         text = text[:start] + json.dumps(text[start:end], ensure_ascii=False) + text[end:]
-    value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
-    return json.dumps(_without_breaches(value), ensure_ascii=False)
+    return json.dumps(_without_breaches(_exact_loads(text)), ensure_ascii=False)
 
 
 def _without_breaches(value):
