@@ -323,6 +323,10 @@ API_KEY_DEFAULT_TTL_DAYS = _positive_int("API_KEY_DEFAULT_TTL_DAYS", 365)
 API_KEY_LAST_USED_RESOLUTION = _positive_int("API_KEY_LAST_USED_RESOLUTION", 60)
 PAGE_SIZE_DEFAULT = 20
 PAGE_SIZE_MAX = 100
+# Rendered channels and posts are kept this long in the default cache (Redis, or the process's
+# memory without REDIS_URL), under their channel's version; 0 turns the cache off. A change makes
+# a new version at once, so this bounds memory, not staleness (apps/api/representations.py).
+API_CACHE_SECONDS = _non_negative_int("API_CACHE_SECONDS", 3600)
 
 # --- Rate limits: requests per account per clock hour, by plan; empty means unlimited ---
 RATE_LIMITS = {

@@ -50,6 +50,16 @@ def _fresh_rate_limits(monkeypatch):
     monkeypatch.setattr(ratelimit, "store", ratelimit.CounterStore(namespace=f"test-{uuid.uuid4().hex}"))
 
 
+@pytest.fixture(autouse=True)
+def _fresh_representations(monkeypatch):
+    """Each test caches representations in a set of its own (ids repeat between tests on SQLite)."""
+    from apps.api import representations
+
+    monkeypatch.setattr(
+        representations, "store", representations.RepresentationStore(namespace=f"test-{uuid.uuid4().hex}")
+    )
+
+
 @pytest.fixture
 def api_client():
     return APIClient()

@@ -121,7 +121,7 @@ class CounterStore:
     def _increment(backend, key: str, ttl: int) -> int:
         if isinstance(backend, RedisCache):
             full_key = backend.make_and_validate_key(key)
-            client = _redis_client(backend)
+            client = redis_client(backend)
             # INCR and EXPIRE in one MULTI: one round trip, atomic across processes, and no counter
             # is ever left without an expiry.
             count, _ = client.pipeline(transaction=True).incr(full_key).expire(full_key, ttl).execute()
@@ -135,11 +135,11 @@ class CounterStore:
     def _read(backend, key: str, ttl: None) -> int:
         if isinstance(backend, RedisCache):
             # The counters are INCR's plain integers: no need for the cache's unpickling.
-            return int(_redis_client(backend).get(backend.make_and_validate_key(key)) or 0)
+            return int(redis_client(backend).get(backend.make_and_validate_key(key)) or 0)
         return int(backend.get(key) or 0)
 
 
-def _redis_client(backend: RedisCache):
+def redis_client(backend: RedisCache):
     """The client of the backend's primary server, made once per backend instance (Django's own
     cache calls build a new client object, with its table of response callbacks, each time, a
     sizeable part of a request that only peeks at a counter). Backends are per thread, like
@@ -248,7 +248,7 @@ class LoginFailureCounters:
         def read(backend, key: str) -> int | None:
             full_key = backend.make_and_validate_key(key)
             if isinstance(backend, RedisCache):
-                ttl = _redis_client(backend).ttl(full_key)
+                ttl = redis_client(backend).ttl(full_key)
                 return ttl if ttl > 0 else None  # -2: no such key, -1: no expiry
             expiry = getattr(backend, "_expire_info", {}).get(full_key)  # LocMemCache
             return None if expiry is None else math.ceil(expiry - time.time())

@@ -4,10 +4,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
+from apps.api import representations
 from apps.api.pagination import PagePagination
 from apps.api.schema import common_errors
 from apps.channels.models import Channel
-from apps.channels.selectors import channel_get
+from apps.channels.selectors import channel_get, channel_version
 from apps.channels.serializers import ChannelDetailSerializer, ChannelSerializer
 
 
@@ -44,5 +45,8 @@ class ChannelDetailView(APIView):
         tags=["channels"],
     )
     def get(self, request, id: int):
+        return representations.serve(request, channel_version(id), lambda: self.computed(request, id))
+
+    def computed(self, request, id: int):
         channel = channel_get(account_id=request.auth.account_id, channel_id=id, with_posts_count=True)
         return Response({"data": ChannelDetailSerializer(channel).data})

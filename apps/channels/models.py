@@ -1,3 +1,5 @@
+import secrets
+
 from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -13,6 +15,12 @@ class Platform(models.TextChoices):
 
 
 DEFAULT_IMAGE_WIDTH = 1200
+
+
+def new_version() -> int:
+    """A channel's first version. Versions are random, not counted: a number never names two
+    states, even after a database is recreated or restored beside a cache that outlived it."""
+    return secrets.randbits(52)
 
 
 class Team(models.Model):
@@ -53,6 +61,12 @@ class Channel(models.Model):
     image_width = models.PositiveIntegerField(
         default=DEFAULT_IMAGE_WIDTH, help_text="Default image width in pixels for this channel."
     )
+    # Names the state of the channel and of everything its API representations show: its team,
+    # its posts with their tags and media, their number. The database's triggers (migration
+    # channels 0002) give it a new value in the transaction of every change of any of them,
+    # whatever the path (services, admin, bulk SQL, cascades); whatever value Django writes here is
+    # replaced. Cached representations are stored under it (apps.api.representations).
+    version = models.BigIntegerField(default=new_version, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -13,6 +13,17 @@ _listed_by_id = PreparedLookup(
     Channel, "id", (1, 2), lambda pk: Channel.objects.with_posts_count().filter(pk=pk).order_by()[:1]
 )
 
+# The first read of a cached representation (apps.api.representations): no count, no team.
+_version_by_id = PreparedLookup(
+    Channel, "id", (1, 2), lambda pk: Channel.objects.only("account_id", "version").filter(pk=pk).order_by()[:1]
+)
+
+
+def channel_version(channel_id: int) -> tuple[int, int] | None:
+    """The channel's (account id, version), or None when there is no such channel."""
+    channel = _version_by_id.first(channel_id)
+    return None if channel is None else (channel.account_id, channel.version)
+
 
 def channel_get(*, account_id: int, channel_id: int, with_posts_count: bool = False) -> Channel:
     """The account's channel, or 404 `not_found`. Another account's channel is "not found" too,

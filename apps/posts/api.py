@@ -5,10 +5,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
+from apps.api import representations
 from apps.api.pagination import PagePagination
 from apps.api.request_fields import StrictCharField, StrictSerializer
 from apps.api.schema import common_errors, error
-from apps.channels.selectors import channel_get
+from apps.channels.selectors import channel_get, channel_version
 from apps.core.errors import NotFound
 from apps.posts.models import (
     EXTERNAL_ID_MAX_LENGTH,
@@ -19,7 +20,7 @@ from apps.posts.models import (
     PublicationStatus,
     http_url_validator,
 )
-from apps.posts.selectors import filter_posts
+from apps.posts.selectors import filter_posts, post_channel_version
 from apps.posts.serializers import (
     PostDetailSerializer,
     PostListItemSerializer,
@@ -125,6 +126,9 @@ class ChannelPostListView(APIView):
         tags=["posts"],
     )
     def get(self, request, channel_id: int):
+        return representations.serve(request, channel_version(channel_id), lambda: self.computed(request, channel_id))
+
+    def computed(self, request, channel_id: int):
         filters = PostFilterSerializer.from_query(request.query_params)
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, with_posts_count=True)
         posts = filter_posts(Post.objects.filter(channel_id=channel.pk), **filters).order_by("id")
@@ -154,6 +158,11 @@ class ChannelPostDetailView(APIView):
         tags=["posts"],
     )
     def get(self, request, channel_id: int, id: int):
+        return representations.serve(
+            request, channel_version(channel_id), lambda: self.computed(request, channel_id, id)
+        )
+
+    def computed(self, request, channel_id: int, id: int):
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, with_posts_count=True)
         post = _post_detail(Post.objects.filter(channel_id=channel.pk, pk=id), {channel.pk: channel})
         return Response({"data": post})
@@ -174,6 +183,9 @@ class PostDetailView(APIView):
         tags=["posts"],
     )
     def get(self, request, id: int):
+        return representations.serve(request, post_channel_version(id), lambda: self.computed(request, id))
+
+    def computed(self, request, id: int):
         return Response({"data": _post_detail(Post.objects.of_account(request.auth.account_id).filter(pk=id))})
 
 

@@ -14,7 +14,8 @@ from functools import cache
 from django.db.models import QuerySet
 
 from apps.channels.models import Channel
-from apps.posts.models import Media, PostQuerySet, Tag
+from apps.core.prepared import PreparedLookup
+from apps.posts.models import Media, Post, PostQuerySet, Tag
 
 # The nested forms of a post, in the order they follow its own columns in a row.
 NESTED = ("channel", "tags", "media")
@@ -24,6 +25,25 @@ NESTED = ("channel", "tags", "media")
 def row_type(fields: tuple[str, ...]) -> type:
     """A plain row with these attributes, in this order."""
     return namedtuple("Row", fields)
+
+
+_channel_version_by_post = PreparedLookup(
+    Post,
+    "id",
+    (1, 2),
+    lambda pk: (
+        Post.objects.select_related("channel")
+        .only("channel__account_id", "channel__version")
+        .filter(pk=pk)
+        .order_by()[:1]
+    ),
+)
+
+
+def post_channel_version(post_id: int) -> tuple[int, int] | None:
+    """The (account id, version) of the post's channel, or None when there is no such post."""
+    post = _channel_version_by_post.first(post_id)
+    return None if post is None else (post.channel.account_id, post.channel.version)
 
 
 def filter_posts(

@@ -1,5 +1,6 @@
 """Every list and detail endpoint runs a fixed number of queries, whatever the page size: no
-query per team, channel, tag, media item or count."""
+query per team, channel, tag, media item or count. The cached ones (a channel, its posts) read
+their channel's version first, and a repeated read is that one query after the key's."""
 
 import pytest
 from django.utils import timezone
@@ -10,6 +11,8 @@ pytestmark = pytest.mark.django_db
 
 # One query authenticates the key (its last use is already recorded by the warm-up request).
 AUTH = 1
+# A cached representation starts with its channel's version; served from the cache, nothing more.
+VERSION = 1
 
 
 @pytest.fixture
@@ -47,7 +50,9 @@ def test_channels_list_is_three_queries_at_any_size(client, api_key, django_asse
 
 def test_channel_detail_is_two_queries(client, api_key, django_assert_num_queries):
     channel = make_channels(api_key.account, 2)[1]
-    with django_assert_num_queries(AUTH + 1):
+    with django_assert_num_queries(AUTH + VERSION + 1):
+        assert client.get(f"/v1/channels/{channel.id}").json()["data"]["team"] is not None
+    with django_assert_num_queries(AUTH + VERSION):
         assert client.get(f"/v1/channels/{channel.id}").json()["data"]["team"] is not None
 
 
@@ -55,9 +60,11 @@ def test_channel_detail_is_two_queries(client, api_key, django_assert_num_querie
 def test_posts_list_is_three_queries_at_any_size(client, api_key, django_assert_num_queries, n):
     channel = ChannelFactory(account=api_key.account)
     make_posts(channel, n)
-    with django_assert_num_queries(AUTH + 2):  # channel with its count (which is also the list's), page
+    with django_assert_num_queries(AUTH + VERSION + 2):  # channel with its count (also the list's), page
         body = client.get(f"/v1/channels/{channel.id}/posts?limit=100").json()
     assert len(body["data"]) == n
+    with django_assert_num_queries(AUTH + VERSION):
+        assert client.get(f"/v1/channels/{channel.id}/posts?limit=100").json() == body
     assert body["data"][-1]["channel"]["posts_count"] == n == body["meta"]["count"]
 
 
@@ -68,9 +75,11 @@ def test_filtered_posts_list_is_four_queries_at_any_size(client, api_key, django
     tag = posts[0].tags.first().name
     since = (timezone.now().replace(year=2000)).isoformat()
     query = {"limit": 100, "publication_status": "draft,published", "tag": tag, "updated_since": since}
-    with django_assert_num_queries(AUTH + 3):  # channel with its count, count of the matching posts, page
+    with django_assert_num_queries(AUTH + VERSION + 3):  # channel with its count, count of the matches, page
         body = client.get(f"/v1/channels/{channel.id}/posts", query).json()
     assert len(body["data"]) == n
+    with django_assert_num_queries(AUTH + VERSION):
+        assert client.get(f"/v1/channels/{channel.id}/posts", query).json() == body
 
 
 @pytest.mark.parametrize("n_tags", [1, 30])
@@ -78,12 +87,15 @@ def test_post_detail_is_five_queries_whatever_its_tags_and_media(client, api_key
     channel = ChannelFactory(account=api_key.account)
     post = PostFactory(channel=channel, tags=TagFactory.create_batch(n_tags, account=channel.account))
     MediaFactory.create_batch(n_tags, post=post)
-    with django_assert_num_queries(AUTH + 4):  # channel, post, tags, media
+    with django_assert_num_queries(AUTH + VERSION + 4):  # channel, post, tags, media
         data = client.get(f"/v1/channels/{channel.id}/posts/{post.id}").json()["data"]
     assert (len(data["tags"]), len(data["media"])) == (n_tags, n_tags)
-    with django_assert_num_queries(AUTH + 4):  # post, tags, media, channel
+    with django_assert_num_queries(AUTH + VERSION + 4):  # post, tags, media, channel
         data = client.get(f"/v1/posts/{post.id}").json()["data"]
     assert (len(data["tags"]), len(data["media"])) == (n_tags, n_tags)
+    for url in (f"/v1/channels/{channel.id}/posts/{post.id}", f"/v1/posts/{post.id}"):
+        with django_assert_num_queries(AUTH + VERSION):
+            assert client.get(url).json()["data"] == data
 
 
 @pytest.mark.parametrize("n_tags", [1, 30])

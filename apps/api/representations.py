@@ -1,0 +1,144 @@
+"""Cached representations: a rendered response (body and ETag) kept in the default cache under the
+version of the channel it shows, served again while that version stands.
+
+The rule that keeps them fresh lives in the database: every change of what a channel's
+representations show gives the channel a new version, in the transaction of the change (migration
+channels 0002). A request reads the version first and looks for the body stored under it; on a
+miss it computes the response as before and stores what it rendered under the version it read
+*before* reading any data. So an entry holds data at least as new as its version, never older: a
+write committed during the read makes a new version, and nobody asks for the old one again.
+
+Only a 200 is stored, and only the request's own checks come before the lookup (key, scope, rate
+limit, all in DRF's dispatch). An unknown channel, another account's, or any query a miss would
+refuse goes down the ordinary path, which answers as it always did. The key holds the account,
+the path with its query string, the negotiated media type, the version, and a digest of the code
+and settings that shape the bytes, so a deploy that changes a representation never serves the old
+one.
+
+The store fails open, like the rate-limit counters: with the cache unreachable, requests are
+computed as if nothing were cached, and the store is left alone for a few seconds.
+"""
+
+import hashlib
+import importlib
+import logging
+import time
+from collections.abc import Callable
+from functools import cache
+
+import django
+import orjson
+import rest_framework
+from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
+from django.http import HttpResponse
+from django.utils.cache import set_response_etag
+
+from apps.api.ratelimit import STORE_RETRY_AFTER, redis_client
+
+logger = logging.getLogger(__name__)
+
+# The code whose changes change the bytes of a cached representation.
+SHAPING_MODULES = (
+    "apps.api.pagination",
+    "apps.api.rendering",
+    "apps.channels.api",
+    "apps.channels.serializers",
+    "apps.core.json",
+    "apps.core.serializers",
+    "apps.posts.api",
+    "apps.posts.selectors",
+    "apps.posts.serializers",
+)
+
+
+@cache
+def code_digest() -> str:
+    """Changes with the code, the libraries and the settings that shape the cached bytes."""
+    digest = hashlib.sha256()
+    for name in SHAPING_MODULES:
+        module = importlib.import_module(name)
+        with open(module.__file__, "rb") as source:
+            digest.update(source.read())
+    shaping = (django.__version__, rest_framework.VERSION, orjson.__version__)
+    digest.update(repr((shaping, settings.PAGE_SIZE_DEFAULT, settings.PAGE_SIZE_MAX)).encode())
+    return digest.hexdigest()[:16]
+
+
+class RepresentationStore:
+    """Rendered responses in the default cache, as `etag \\n content type \\n body` bytes.
+    `namespace` keeps separate sets apart (the tests use one each)."""
+
+    def __init__(self, namespace: str = "rep") -> None:
+        self.namespace = namespace
+        self.paused_until = 0.0
+
+    def key(self, request, account_id: int, version: int) -> str:
+        resource = f"{request.path}?{request.META.get('QUERY_STRING', '')}|{request.accepted_media_type}"
+        resource_digest = hashlib.sha256(resource.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        return f"{self.namespace}:{code_digest()}:{account_id}:{version}:{resource_digest}"
+
+    def get(self, key: str) -> HttpResponse | None:
+        value = self._call(self._read, key)
+        if not value:
+            return None
+        etag, content_type, body = value.split(b"\n", 2)
+        response = HttpResponse(body, content_type=content_type.decode())
+        response["ETag"] = etag.decode()
+        return response
+
+    def put(self, key: str, response) -> None:
+        set_response_etag(response)
+        value = f"{response['ETag']}\n{response['Content-Type']}\n".encode() + response.content
+        self._call(self._write, key, value)
+
+    def _call(self, operation, key: str, *args):
+        now = time.monotonic()
+        if now < self.paused_until:
+            return None
+        try:
+            return operation(caches["default"], key, *args)
+        except Exception:
+            self.paused_until = now + STORE_RETRY_AFTER
+            logger.warning(
+                "Representation cache unreachable; computing every response for the next %ss",
+                STORE_RETRY_AFTER,
+                exc_info=True,
+            )
+            return None
+
+    @staticmethod
+    def _read(backend, key: str) -> bytes | None:
+        if isinstance(backend, RedisCache):
+            # Plain bytes: no unpickling, and no new client object per call.
+            return redis_client(backend).get(backend.make_and_validate_key(key))
+        return backend.get(key)
+
+    @staticmethod
+    def _write(backend, key: str, value: bytes) -> None:
+        if isinstance(backend, RedisCache):
+            redis_client(backend).set(backend.make_and_validate_key(key), value, ex=settings.API_CACHE_SECONDS)
+        else:
+            backend.set(key, value, settings.API_CACHE_SECONDS)
+
+
+store = RepresentationStore()
+
+
+def serve(request, version: tuple[int, int] | None, compute: Callable[[], HttpResponse]) -> HttpResponse:
+    """The response of a GET whose representation depends on one channel: `version` is the
+    channel's (account id, version), read before anything else, or None when there is no such
+    channel; `compute` makes the response the ordinary way."""
+    if version is None or version[0] != request.auth.account_id or not settings.API_CACHE_SECONDS:
+        return compute()
+    key = store.key(request, *version)
+    response = store.get(key)
+    if response is not None:
+        return response
+    response = compute()
+    if response.status_code == 200:
+        # After rendering, so the bytes stored are the bytes sent; the ETag is set here, once, and
+        # ConditionalGetMiddleware answers If-None-Match from it.
+        response.add_post_render_callback(lambda rendered: store.put(key, rendered))
+    return response
