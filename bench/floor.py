@@ -6,12 +6,15 @@ same work, under the same middleware. The benchmark checks that their bodies equ
 endpoints' bodies before it measures anything.
 """
 
+import itertools
 import math
+import os
 from datetime import UTC
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
 
 from apps.accounts.models import ApiKey
 from apps.accounts.selectors import api_key_find
@@ -19,6 +22,7 @@ from apps.accounts.services import api_key_touch
 from apps.api.ratelimit import enforce_account_budget
 from apps.channels.models import Channel
 from apps.posts.models import Media, Post, Tag
+from apps.posts.services import post_update_content
 
 COMPACT = {"separators": (",", ":"), "ensure_ascii": False}  # the bytes DRF's JSONRenderer writes
 
@@ -170,3 +174,20 @@ def channel_post(request, channel_id: int, post_id: int):
         "external_url": post["external_url"],
     }
     return _json({"data": data})
+
+
+_edits = itertools.count()
+
+
+@csrf_exempt
+def write(request, channel_id: int):
+    """The mixed benchmark's write (one in 50 requests, for the endpoint and its floor alike): an
+    editor's save of one post of the channel's first page, through the service, so the channel
+    gets a new version and every cached page of it is computed again."""
+    if _authenticate(request) is None:
+        return _unauthorized()
+    edit = next(_edits)
+    ids = list(Post.objects.filter(channel_id=channel_id).order_by("id").values_list("pk", flat=True)[:20])
+    post = Post.objects.get(pk=ids[edit % len(ids)])
+    post_update_content(post=post, title=f"Edited by process {os.getpid()}, edit {edit}")
+    return HttpResponse(status=204)

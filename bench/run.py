@@ -40,12 +40,29 @@ QUEUE = "cps-bench"
 WEB_PORT, RECEIVER_PORT = 8401, 8402
 # gunicorn on 2 cores shared with PostgreSQL and wrk: 3 processes of 2 threads keep both cores
 # busy while requests wait on PostgreSQL (2x4, 2x2, 4x2 and 3x4 measured no better).
-WEB_CONCURRENCY = os.environ.get("BENCH_WEB_CONCURRENCY", "3")
-WEB_THREADS = os.environ.get("BENCH_WEB_THREADS", "2")
+# The web server of the API benchmark: 4 gunicorn processes of one thread each, which is gunicorn's
+# sync worker (it takes a connection only when it is idle, so 32 busy connections queue fairly;
+# gthread workers take connections greedily and serve some of them late: see docs/benchmarks.md).
+WEB_CONCURRENCY = os.environ.get("BENCH_WEB_CONCURRENCY", "4")
+WEB_THREADS = os.environ.get("BENCH_WEB_THREADS", "1")
+# The other servers measured on the cached reads: gunicorn's gthread worker as the benchmark ran it
+# before, and granian with the processes and threads of the main run.
+COMPARED_SERVERS = (("gunicorn", "3", "2"), ("granian", WEB_CONCURRENCY, WEB_THREADS))
 WORKER_CONCURRENCY = os.environ.get("BENCH_WORKER_CONCURRENCY", "2")
 
 CONNECTIONS = 32
 SLICES = 10  # turns of the endpoint and its floor in each API benchmark
+# Before each slice: when wrk stops, the connections it opened last are still in the server's listen
+# backlog with their requests, and the workers serve them (to closed sockets) before the next
+# slice's; without a pause the floor's slow leftovers landed in the endpoint's p99 and the other way
+# round (docs/benchmarks.md).
+SETTLE_SECONDS = 0.5
+MIXED_WRITE_EVERY = 50  # the mixed load: one write in this many requests
+# The cached reads and their target (issue 16): at least twice the floor's req/s.
+CACHED_TARGETS = ("GET /v1/channels/{id}/posts?per_page=20", "GET /v1/channels/{id}/posts/{id}")
+# The same two, before representations were cached: bench/RESULTS.md of 2026-11-23 17:49 UTC, on
+# this project's 2-core AMD EPYC machine. The mixed load must not be slower.
+BEFORE_CACHING = {CACHED_TARGETS[0]: 369, CACHED_TARGETS[1]: 239}
 LIST_POSTS = 1000
 WEBHOOK_EVENTS = 10_000
 WEBHOOK_BATCH = 500
@@ -402,61 +419,103 @@ def cpu_snapshot(web_group: int) -> dict[str, float]:
     return used
 
 
-def wrk(wrk_bin: str, key: str, path: str, seconds: int) -> str:
+def wrk(wrk_bin: str, key: str, path: str, seconds: int, env: dict | None = None) -> str:
+    """wrk's summary of `seconds` of load on `path`; with `env` holding WRK_WRITE_PATH, the mixed
+    load of bench/wrk_mixed.lua (one write in WRK_WRITE_EVERY requests)."""
+    script = "bench/wrk_mixed.lua" if env else "bench/wrk_report.lua"
     result = subprocess.run(
-        [wrk_bin, "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", "bench/wrk_report.lua",
+        [wrk_bin, "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", script,
          "-H", f"Authorization: Bearer {key}", f"http://127.0.0.1:{WEB_PORT}{path}"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT, capture_output=True, text=True, check=True, env={**os.environ, **(env or {})},
     )  # fmt: skip
     with (WORK / "wrk.log").open("a") as log:
-        log.write(f"$ wrk {path}\n{result.stdout}\n")
+        log.write(f"$ wrk {path} {env or ''}\n{result.stdout}\n")
     return result.stdout
+
+
+# The HTTP servers compared. gunicorn is the one the Procfile runs (config/gunicorn.py: the request
+# limits and the JSON answer to the requests it refuses itself); granian (Rust, from PyPI) serves
+# the same WSGI application with the same number of processes and threads.
+SERVERS = ("gunicorn", "granian")
+
+
+def server_label(server: str, workers: str, threads: str) -> str:
+    kind = {"gunicorn": " (sync worker)" if threads == "1" else " (gthread)"}.get(server, "")
+    return f"{server}{kind}, {workers} processes x {threads} thread{'s' if threads != '1' else ''}"
+
+
+def start_web(server: str, workers: str = WEB_CONCURRENCY, threads: str = WEB_THREADS) -> "Process":
+    env = {"DJANGO_SETTINGS_MODULE": "bench.settings"}
+    if server == "gunicorn":
+        args = [str(BIN / "gunicorn"), "-c", "config/gunicorn.py", "config.wsgi"]
+        env |= {"BIND": f"127.0.0.1:{WEB_PORT}", "WEB_CONCURRENCY": workers, "WEB_THREADS": threads}
+    else:
+        args = [str(BIN / "granian"), "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(WEB_PORT),
+                "--workers", workers, "--blocking-threads", threads, "config.wsgi:application"]  # fmt: skip
+    web = Process(f"{server}-{workers}x{threads}", args, env)
+    wait_http(f"http://127.0.0.1:{WEB_PORT}/healthz")
+    return web
+
+
+def measure(wrk_bin: str, key: str, web: "Process", pairs, duration: int, write_path: str | None = None) -> list:
+    """Each endpoint and its floor under load, taking turns in short slices (the first alternating),
+    so whatever else the machine does in the meantime weighs on both alike."""
+    env = {"WRK_WRITE_PATH": write_path, "WRK_WRITE_EVERY": str(MIXED_WRITE_EVERY)} if write_path else None
+    rows = []
+    for label, path, floor_path in pairs:
+        for url in (path, floor_path):  # warm both: connections, caches, code paths
+            wrk(wrk_bin, key, url, 2, env)
+        api, floor = Load(), Load()
+        cpu = dict.fromkeys(ROLES, 0.0)  # used while the endpoint (not its floor) was loaded
+        for turn in range(SLICES):
+            pair = [(api, path), (floor, floor_path)]
+            for load, url in pair if turn % 2 == 0 else reversed(pair):
+                time.sleep(SETTLE_SECONDS)
+                before = cpu_snapshot(web.popen.pid) if load is api else None
+                load.add(wrk(wrk_bin, key, url, max(1, duration // SLICES), env))
+                if before is not None:
+                    after = cpu_snapshot(web.popen.pid)
+                    for role in ROLES:
+                        cpu[role] += after[role] - before[role]
+        api, floor = api.figures(), floor.figures()
+        cpu_ms = {role: seconds * 1000 / api["requests"] for role, seconds in cpu.items()}
+        rows.append({"endpoint": label, "api": api, "floor": floor, "ratio": api["rps"] / floor["rps"],
+                     "cpu_ms": cpu_ms})  # fmt: skip
+        kind = " mixed" if write_path else ""
+        print(f"  {web.name}{kind} {label}: {api['rps']:.0f} req/s (floor {floor['rps']:.0f}), p99 {api['p99']:.1f} ms",
+              flush=True)  # fmt: skip
+    return rows
 
 
 def bench_api(wrk_bin: str, duration: int) -> dict:
     seed = seed_api()
     endpoints = api_endpoints(seed)
     queries = count_queries(seed, endpoints)
-    web = Process(
-        "gunicorn",
-        [str(BIN / "gunicorn"), "-c", "config/gunicorn.py", "config.wsgi"],
-        {"DJANGO_SETTINGS_MODULE": "bench.settings", "BIND": f"127.0.0.1:{WEB_PORT}",
-         "WEB_CONCURRENCY": WEB_CONCURRENCY, "WEB_THREADS": WEB_THREADS},
-    )  # fmt: skip
-    wait_http(f"http://127.0.0.1:{WEB_PORT}/healthz")
-    rows = []
+    cached = [pair for pair in endpoints if pair[0] in CACHED_TARGETS]
+    write_path = f"/v1/floor/channels/{seed['channel']}/write"
     load_before = os.getloadavg()[0]
+    web = start_web("gunicorn")
     try:
-        for label, path, floor_path in endpoints:
-            for url in (path, floor_path):  # warm both: connections, caches, code paths
-                wrk(wrk_bin, seed["key"], url, 2)
-            api, floor = Load(), Load()
-            cpu = dict.fromkeys(ROLES, 0.0)  # used while the endpoint (not its floor) was loaded
-            # The endpoint and its floor take turns in short slices (the first alternating), so
-            # whatever else the machine does in the meantime weighs on both alike.
-            for turn in range(SLICES):
-                pair = [(api, path), (floor, floor_path)]
-                for load, url in pair if turn % 2 == 0 else reversed(pair):
-                    before = cpu_snapshot(web.popen.pid) if load is api else None
-                    load.add(wrk(wrk_bin, seed["key"], url, max(1, duration // SLICES)))
-                    if before is not None:
-                        after = cpu_snapshot(web.popen.pid)
-                        for role in ROLES:
-                            cpu[role] += after[role] - before[role]
-            api, floor = api.figures(), floor.figures()
-            cpu_ms = {role: seconds * 1000 / api["requests"] for role, seconds in cpu.items()}
-            rows.append({"endpoint": label, "api": api, "floor": floor, "ratio": api["rps"] / floor["rps"],
-                         "queries": queries[(label, "api")], "floor_queries": queries[(label, "floor")],
-                         "cpu_ms": cpu_ms})  # fmt: skip
-            print(f"  {label}: {api['rps']:.0f} req/s (floor {floor['rps']:.0f}), p99 {api['p99']:.1f} ms", flush=True)
+        rows = measure(wrk_bin, seed["key"], web, endpoints, duration)
+        mixed = measure(wrk_bin, seed["key"], web, cached, duration, write_path)
     finally:
         boots = web.log_text().count("Booting worker")
         web.stop()
     load_after = os.getloadavg()[0]
+    for row in rows:
+        row["queries"], row["floor_queries"] = queries[(row["endpoint"], "api")], queries[(row["endpoint"], "floor")]
+    servers = {server_label("gunicorn", WEB_CONCURRENCY, WEB_THREADS): rows}
+    for config in COMPARED_SERVERS:
+        web = start_web(*config)
+        try:
+            servers[server_label(*config)] = measure(wrk_bin, seed["key"], web, cached, duration)
+        finally:
+            web.stop()
     from bench import api_profile
 
     print("  profile: CPU per request in-process", flush=True)
-    return {"rows": rows, "worker_boots": boots, "duration": duration, "load": (load_before, load_after),
+    return {"rows": rows, "mixed": mixed, "servers": servers, "worker_boots": boots,
+            "duration": duration, "load": (load_before, load_after),
             "cpu": api_profile.cpu_per_request(seed, endpoints)}  # fmt: skip
 
 
@@ -702,6 +761,53 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "**missed**"
 
 
+def target_ratio(label: str) -> float:
+    """The least ratio to the floor an endpoint must reach."""
+    return 2 if label in CACHED_TARGETS else 1 if label == "GET /v1/me" else 0.8
+
+
+def mixed_section(api: dict) -> list[str]:
+    lines = [
+        f"**Mixed load**: the same {CONNECTIONS} connections, one request in {MIXED_WRITE_EVERY} a write (an "
+        "editor's save of a post on the channel's first page through `post_update_content`, bench/floor.py "
+        "`write`), the others the read; the floor's run gets the same writes. Requests per second count both.",
+        "",
+        "| Endpoint | req/s | p50 ms | p99 ms | floor req/s | floor p99 ms | ratio | before caching | "
+        "target: not slower than before caching |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in api["mixed"]:
+        a, f = row["api"], row["floor"]
+        before = BEFORE_CACHING[row["endpoint"]]
+        lines.append(
+            f"| `{row['endpoint']}` | {a['rps']:.0f} | {a['p50']:.1f} | {a['p99']:.1f} | {f['rps']:.0f} | "
+            f"{f['p99']:.1f} | {row['ratio']:.2f}x | {before} | {verdict(a['rps'] >= before)} |"
+        )
+    return [*lines, "", "'Before caching': the repeated-read figure of bench/RESULTS.md of 2026-11-23 17:49 UTC.", ""]
+
+
+def servers_section(api: dict) -> list[str]:
+    main, *others = api["servers"]
+    lines = [
+        "**HTTP servers**, on the cached reads, each endpoint with its floor on the same server: the main run's "
+        f"({main}, the server the Procfile runs, config/gunicorn.py) and the others.",
+        "",
+        "| Server | Endpoint | req/s | p50 ms | p99 ms | floor req/s | floor p99 ms | req/s / main run's |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    first = {row["endpoint"]: row for row in api["servers"][main]}
+    for server in (main, *others):
+        for row in api["servers"][server]:
+            if row["endpoint"] not in CACHED_TARGETS:
+                continue
+            a, f = row["api"], row["floor"]
+            lines.append(
+                f"| {server} | `{row['endpoint']}` | {a['rps']:.0f} | {a['p50']:.1f} | {a['p99']:.1f} | {f['rps']:.0f} "
+                f"| {f['p99']:.1f} | {a['rps'] / first[row['endpoint']]['api']['rps']:.2f}x |"
+            )
+    return [*lines, ""]
+
+
 def api_notes(api: dict) -> list[str]:
     """The profile of the API benchmark and the targets it missed, as measured (explanations: docs/benchmarks.md)."""
     lines = [
@@ -732,13 +838,17 @@ def api_notes(api: dict) -> list[str]:
             f"| `{row['endpoint']}` | {cells} | {total:.2f} | {cores * 1000 / total:.0f} | "
             f"{CONNECTIONS * total / cores:.0f} ms |"
         )
-    misses_ratio = [row for row in api["rows"] if row["ratio"] < 0.8]
+    misses_ratio = [row for row in api["rows"] if row["ratio"] < target_ratio(row["endpoint"])]
     misses_p99 = [row for row in api["rows"] if row["api"]["p99"] >= 100]
     if misses_ratio or misses_p99:
         lines += ["", "**The misses.**", ""]
     if misses_ratio:
         lines.append(
-            "- Ratio below 0.8x: " + "; ".join(f"`{row['endpoint']}` {row['ratio']:.2f}x" for row in misses_ratio) + "."
+            "- Ratio below its target: "
+            + "; ".join(
+                f"`{row['endpoint']}` {row['ratio']:.2f}x (≥{target_ratio(row['endpoint'])}x)" for row in misses_ratio
+            )
+            + "."
         )
     if misses_p99:
         lines.append(
@@ -776,32 +886,38 @@ def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None, 
         lines += [
             f"## 1. API throughput (wrk, {CONNECTIONS} connections, {api['duration']} s per run, from 127.0.0.1)",
             "",
-            f"gunicorn `config/gunicorn.py` with production settings on PostgreSQL: {WEB_CONCURRENCY} worker "
-            f"processes x {WEB_THREADS} threads (gthread). Floor: a plain Django view (bench/floor.py, no DRF) with "
+            f"{server_label('gunicorn', WEB_CONCURRENCY, WEB_THREADS)}, `config/gunicorn.py` with production "
+            "settings on PostgreSQL. Floor: a plain Django view (bench/floor.py, no DRF) with "
             "the same key lookup, the same queries and byte-identical JSON, served by the same server and "
             f"middleware. Each endpoint and its floor take turns in {SLICES} slices of "
-            f"{max(1, api['duration'] // SLICES)} s (the first alternating); latencies are merged from wrk's "
+            f"{max(1, api['duration'] // SLICES)} s (the first alternating, {SETTLE_SECONDS} s apart for the "
+            "server to finish the last slice's requests); latencies are merged from wrk's "
             "histograms. Load average before/after: "
             f"{api['load'][0]:.2f}/{api['load'][1]:.2f}. Worker processes booted: {api['worker_boots']}.",
             "",
             "| Endpoint | req/s | p50 ms | p99 ms | floor req/s | floor p50 ms | floor p99 ms | ratio | non-2xx "
-            "| queries (floor) | target ≥0.8x, p99 <100 ms |",
+            "| queries (floor) | target |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
         for row in rows:
             a, f = row["api"], row["floor"]
-            ok = row["ratio"] >= 0.8 and a["p99"] < 100 and a["non_2xx"] == 0 and a["socket_errors"] == 0
+            least = target_ratio(row["endpoint"])
+            ok = row["ratio"] >= least and a["p99"] < 100 and a["non_2xx"] == 0 and a["socket_errors"] == 0
             lines.append(
                 f"| `{row['endpoint']}` | {a['rps']:.0f} | {a['p50']:.1f} | {a['p99']:.1f} | {f['rps']:.0f} | "
                 f"{f['p50']:.1f} | {f['p99']:.1f} | {row['ratio']:.2f}x | {a['non_2xx'] + f['non_2xx']} | "
-                f"{row['queries']} ({row['floor_queries']}) | {verdict(ok)} |"
+                f"{row['queries']} ({row['floor_queries']}) | ≥{least}x, p99 <100 ms: {verdict(ok)} |"
             )
         lines += [
             "",
-            f"SQL queries per request: {q20} at per_page=20, {q100} at per_page=100 "
-            f"({verdict(q20 == q100)}: constant in page size).",
+            "Repeated reads of one URL (the polling case): after the first request the endpoints answer from "
+            "the cache of representations (docs/benchmarks.md), the floor computes every answer. Queries are "
+            f"counted on a miss: {q20} at per_page=20, {q100} at per_page=100 ({verdict(q20 == q100)}: constant in "
+            "page size); a hit is 2 (the key, the channel's version).",
             "",
         ]
+        lines += mixed_section(api)
+        lines += servers_section(api)
         lines += api_notes(api)
     if hooks:
         lines += [

@@ -10,6 +10,7 @@ urlpatterns = [
     path("v1/floor/me", floor.me),
     path("v1/floor/channels/<int:channel_id>/posts", floor.channel_posts),
     path("v1/floor/channels/<int:channel_id>/posts/<int:post_id>", floor.channel_post),
+    path("v1/floor/channels/<int:channel_id>/write", floor.write),
     *service_urls.urlpatterns,
 ]
 
