@@ -275,6 +275,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["apps.api.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["apps.api.permissions.HasRequiredScope"],
     "DEFAULT_RENDERER_CLASSES": ["apps.api.rendering.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.api.rendering.ContentNegotiation",
     "DEFAULT_PARSER_CLASSES": ["apps.api.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.PagePagination",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -27,7 +27,8 @@ class RequestLogMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        incoming = request.headers.get("X-Request-ID", "")
+        # META, not request.headers: that builds a map of every header, on every request.
+        incoming = request.META.get("HTTP_X_REQUEST_ID", "")
         request.request_id = incoming if REQUEST_ID_PATTERN.match(incoming) else uuid.uuid4().hex
         token = current_request_id.set(request.request_id)
         try:

@@ -181,3 +181,32 @@ def test_response_serializer_refuses_a_source():
 
 def test_response_serializer_fields_still_describe_the_schema():
     assert list(ItemSerializer().fields) == ["id", "kind", "at", "box", "tags"]
+
+
+# --- the content negotiation ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [None, "", "*/*", "application/json", "application/json; indent=2", "application/*", "text/html",
+     "text/html, application/json;q=0.9", "application/json;q=0", "APPLICATION/JSON", " */*"],
+)  # fmt: skip
+@pytest.mark.parametrize("query", ["", "format=json", "format=api", "a=format", "page=2"])
+def test_the_negotiation_chooses_what_drf_s_own_chooses(accept, query):
+    from rest_framework.exceptions import NotAcceptable
+    from rest_framework.negotiation import DefaultContentNegotiation
+    from rest_framework.request import Request
+    from rest_framework.test import APIRequestFactory
+
+    from apps.api.rendering import ContentNegotiation
+
+    headers = {} if accept is None else {"HTTP_ACCEPT": accept}
+    request = Request(APIRequestFactory().get(f"/v1/me?{query}", **headers))
+    outcomes = []
+    for negotiation in (ContentNegotiation(), DefaultContentNegotiation()):
+        try:
+            renderer, media_type = negotiation.select_renderer(request, [JSONRenderer()])
+            outcomes.append((type(renderer), media_type))
+        except (NotAcceptable, Exception) as exc:  # Http404 for an unknown format
+            outcomes.append(type(exc))
+    assert outcomes[0] == outcomes[1]
