@@ -89,33 +89,43 @@ class Budget:
         return headers
 
 
-class CounterStore:
-    """Per-window counters in the default cache. `namespace` keeps separate sets of counters apart."""
+class FailOpenStore:
+    """Calls into the default cache that fail open: when the cache cannot be reached, a call
+    answers None and the outage is logged, and the cache is not asked again for
+    STORE_RETRY_AFTER seconds, so a hung Redis costs one socket timeout per process per pause."""
 
-    def __init__(self, namespace: str = "ratelimit") -> None:
-        self.namespace = namespace
+    outage = "Cache unreachable"  # the log's words, before "for the next Ns"
+
+    def __init__(self) -> None:
         self.paused_until = 0.0
 
-    def hit(self, name: str, reset: int, now: float) -> int | None:
-        """Count one request in `name`'s window ending at `reset`; the new count, or None when unreachable."""
-        return self._call(self._increment, f"{self.namespace}:{name}:{reset}", reset - int(now) + EXPIRY_GRACE, now)
-
-    def peek(self, name: str, reset: int, now: float) -> int | None:
-        return self._call(self._read, f"{self.namespace}:{name}:{reset}", None, now)
-
-    def _call(self, operation, key: str, ttl: int | None, now: float) -> int | None:
+    def _call(self, operation, key: str, *args, now: float):
         if now < self.paused_until:
             return None
         try:
-            return operation(caches["default"], key, ttl)
+            return operation(caches["default"], key, *args)
         except Exception:
             self.paused_until = now + STORE_RETRY_AFTER
-            logger.warning(
-                "Rate-limit counters unreachable; serving without limits for the next %ss",
-                STORE_RETRY_AFTER,
-                exc_info=True,
-            )
+            logger.warning("%s for the next %ss", self.outage, STORE_RETRY_AFTER, exc_info=True)
             return None
+
+
+class CounterStore(FailOpenStore):
+    """Per-window counters in the default cache. `namespace` keeps separate sets of counters apart."""
+
+    outage = "Rate-limit counters unreachable; serving without limits"
+
+    def __init__(self, namespace: str = "ratelimit") -> None:
+        super().__init__()
+        self.namespace = namespace
+
+    def hit(self, name: str, reset: int, now: float) -> int | None:
+        """Count one request in `name`'s window ending at `reset`; the new count, or None when unreachable."""
+        key = f"{self.namespace}:{name}:{reset}"
+        return self._call(self._increment, key, reset - int(now) + EXPIRY_GRACE, now=now)
+
+    def peek(self, name: str, reset: int, now: float) -> int | None:
+        return self._call(self._read, f"{self.namespace}:{name}:{reset}", None, now=now)
 
     @staticmethod
     def _increment(backend, key: str, ttl: int) -> int:
@@ -214,9 +224,7 @@ class LoginFailureCounters:
 
     def _run(self, operation, key: str, default):
         """operation(backend, key) on the store; `default` when the store is unreachable."""
-        result = self.counters._call(
-            lambda backend, key, ttl: operation(backend, key), f"{self.counters.namespace}:{key}", None, clock()
-        )
+        result = self.counters._call(operation, f"{self.counters.namespace}:{key}", now=clock())
         return default if result is None else result
 
     def get(self, key: str, default=None):

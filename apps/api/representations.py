@@ -21,7 +21,6 @@ computed as if nothing were cached, and the store is left alone for a few second
 
 import hashlib
 import importlib
-import logging
 import time
 from collections.abc import Callable
 from functools import cache
@@ -30,14 +29,11 @@ import django
 import orjson
 import rest_framework
 from django.conf import settings
-from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from django.http import HttpResponse
 from django.utils.cache import set_response_etag
 
-from apps.api.ratelimit import STORE_RETRY_AFTER, redis_client
-
-logger = logging.getLogger(__name__)
+from apps.api.ratelimit import FailOpenStore, redis_client
 
 # The code whose changes change the bytes of a cached representation.
 SHAPING_MODULES = (
@@ -66,13 +62,15 @@ def code_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-class RepresentationStore:
+class RepresentationStore(FailOpenStore):
     """Rendered responses in the default cache, as `etag \\n content type \\n body` bytes.
     `namespace` keeps separate sets apart (the tests use one each)."""
 
+    outage = "Representation cache unreachable; computing every response"
+
     def __init__(self, namespace: str = "rep") -> None:
+        super().__init__()
         self.namespace = namespace
-        self.paused_until = 0.0
 
     def key(self, request, account_id: int, version: int) -> str:
         resource = f"{request.path}?{request.META.get('QUERY_STRING', '')}|{request.accepted_media_type}"
@@ -80,7 +78,7 @@ class RepresentationStore:
         return f"{self.namespace}:{code_digest()}:{account_id}:{version}:{resource_digest}"
 
     def get(self, key: str) -> HttpResponse | None:
-        value = self._call(self._read, key)
+        value = self._call(self._read, key, now=time.monotonic())
         if not value:
             return None
         etag, content_type, body = value.split(b"\n", 2)
@@ -91,22 +89,7 @@ class RepresentationStore:
     def put(self, key: str, response) -> None:
         set_response_etag(response)
         value = f"{response['ETag']}\n{response['Content-Type']}\n".encode() + response.content
-        self._call(self._write, key, value)
-
-    def _call(self, operation, key: str, *args):
-        now = time.monotonic()
-        if now < self.paused_until:
-            return None
-        try:
-            return operation(caches["default"], key, *args)
-        except Exception:
-            self.paused_until = now + STORE_RETRY_AFTER
-            logger.warning(
-                "Representation cache unreachable; computing every response for the next %ss",
-                STORE_RETRY_AFTER,
-                exc_info=True,
-            )
-            return None
+        self._call(self._write, key, value, now=time.monotonic())
 
     @staticmethod
     def _read(backend, key: str) -> bytes | None:
