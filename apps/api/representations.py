@@ -109,11 +109,16 @@ class RepresentationStore(FailOpenStore):
 store = RepresentationStore()
 
 
-def serve(request, version: tuple[int, int] | None, compute: Callable[[], HttpResponse]) -> HttpResponse:
-    """The response of a GET whose representation depends on one channel: `version` is the
-    channel's (account id, version), read before anything else, or None when there is no such
-    channel; `compute` makes the response the ordinary way."""
-    if version is None or version[0] != request.auth.account_id or not settings.API_CACHE_SECONDS:
+def serve(
+    request, version_of: Callable[[], tuple[int, int] | None], compute: Callable[[], HttpResponse]
+) -> HttpResponse:
+    """The response of a GET whose representation depends on one channel: `version_of()` reads the
+    channel's (account id, version) before anything else, or None when there is no such channel;
+    `compute()` makes the response the ordinary way. With the cache off, nothing is read first."""
+    if not settings.API_CACHE_SECONDS:
+        return compute()
+    version = version_of()
+    if version is None or version[0] != request.auth.account_id:
         return compute()
     key = store.key(request, *version)
     response = store.get(key)

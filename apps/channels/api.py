@@ -45,7 +45,7 @@ class ChannelDetailView(APIView):
         tags=["channels"],
     )
     def get(self, request, id: int):
-        return representations.serve(request, channel_version(id), lambda: self.computed(request, id))
+        return representations.serve(request, lambda: channel_version(id), lambda: self.computed(request, id))
 
     def computed(self, request, id: int):
         channel = channel_get(account_id=request.auth.account_id, channel_id=id, with_posts_count=True)

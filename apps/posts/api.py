@@ -126,7 +126,9 @@ class ChannelPostListView(APIView):
         tags=["posts"],
     )
     def get(self, request, channel_id: int):
-        return representations.serve(request, channel_version(channel_id), lambda: self.computed(request, channel_id))
+        return representations.serve(
+            request, lambda: channel_version(channel_id), lambda: self.computed(request, channel_id)
+        )
 
     def computed(self, request, channel_id: int):
         filters = PostFilterSerializer.from_query(request.query_params)
@@ -159,7 +161,7 @@ class ChannelPostDetailView(APIView):
     )
     def get(self, request, channel_id: int, id: int):
         return representations.serve(
-            request, channel_version(channel_id), lambda: self.computed(request, channel_id, id)
+            request, lambda: channel_version(channel_id), lambda: self.computed(request, channel_id, id)
         )
 
     def computed(self, request, channel_id: int, id: int):
@@ -183,7 +185,7 @@ class PostDetailView(APIView):
         tags=["posts"],
     )
     def get(self, request, id: int):
-        return representations.serve(request, post_channel_version(id), lambda: self.computed(request, id))
+        return representations.serve(request, lambda: post_channel_version(id), lambda: self.computed(request, id))
 
     def computed(self, request, id: int):
         return Response({"data": _post_detail(Post.objects.of_account(request.auth.account_id).filter(pk=id))})

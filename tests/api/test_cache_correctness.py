@@ -315,11 +315,11 @@ def test_the_race_test_would_see_a_read_that_took_its_version_after_its_data(mon
     url = f"/v1/channels/{post.channel_id}/posts"
     serve = representations.serve
 
-    def late_version(request, version, compute):
+    def late_version(request, version_of, compute):
         response = compute()  # the data first...
         post_update_content(post=post, title="After")  # ...a write commits...
         fresh = channel_version(post.channel_id)  # ...then the version
-        return serve(request, fresh, lambda: response)
+        return serve(request, lambda: fresh, lambda: response)
 
     monkeypatch.setattr(representations, "serve", late_version)
     client.get(url)
