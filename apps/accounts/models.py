@@ -24,6 +24,9 @@ class Scope(models.TextChoices):
     READ_MEDIA = "read:media"
     WRITE_POSTS = "write:posts"
     WRITE_SSO = "write:sso"
+    # Beyond the spec's list: the Users endpoints, whose "admin only" rules still apply on top.
+    READ_USERS = "read:users"
+    WRITE_USERS = "write:users"
 
 
 ALL_SCOPES: list[str] = [s.value for s in Scope]

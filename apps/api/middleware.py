@@ -47,12 +47,15 @@ def content_length(request) -> int:
 
 
 class ApiHttpMiddleware:
-    """Every request under /v<N>/: the failed-authentication block of its address, the body limits
-    (411, 413, 415) and, on the way out, the rate-limit headers, `Vary` and `Cache-Control`.
+    """Every request under /v<N>/: the body limits (411, 413, 415), the failed-authentication budget
+    of its address and, on the way out, the rate-limit headers, `Vary` and `Cache-Control`.
 
     The account budget is charged by the authentication class, which is where the account becomes
     known (see ratelimit.enforce_account_budget); a response that was not charged to an account
-    reports the address's budget of failed authentications, and a 401 is counted in it.
+    reports the address's budget of failed authentications. A 401 is counted in that budget, and
+    once the address has used it up its 401s become 429s: guessing slows down, while a request
+    whose key verifies is served as usual, so one client's stale key never locks out the others
+    behind the same address.
     """
 
     def __init__(self, get_response):
@@ -61,24 +64,20 @@ class ApiHttpMiddleware:
     def __call__(self, request):
         if not is_api_path(request):
             return self.get_response(request)
-        address = ratelimit.client_address(request)
-        failures = ratelimit.auth_failures(address)
-        if failures.exhausted:
-            response = json_error(
-                429,
-                f"Too many failed authentications from this address ({failures.limit} per hour).",
-                headers={"Retry-After": str(failures.retry_after())},
-            )
-        else:
-            response = self.refuse_body(request) or self.get_response(request)
+        response = self.refuse_body(request) or self.get_response(request)
 
         budget = getattr(request, ratelimit.REQUEST_ATTRIBUTE, None)
         if budget is None:
-            budget = failures
-            if response.status_code == 401:
-                budget = ratelimit.auth_failures(address, count=True)
-                if budget.exhausted and budget.used == budget.limit:
-                    logger.warning("Address %s reached the limit of %s failed authentications", address, budget.limit)
+            address = ratelimit.client_address(request)
+            budget = ratelimit.auth_failures(address, count=response.status_code == 401)
+            if response.status_code == 401 and budget.exceeded:
+                response = json_error(
+                    429,
+                    f"Too many failed authentications from this address ({budget.limit} per hour).",
+                    headers={"Retry-After": str(budget.retry_after())},
+                )
+            elif response.status_code == 401 and budget.exhausted:
+                logger.warning("Address %s reached the limit of %s failed authentications", address, budget.limit)
         for name, value in budget.headers().items():
             response[name] = value
         patch_vary_headers(response, ["Authorization"])

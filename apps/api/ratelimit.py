@@ -2,8 +2,9 @@
 
 Two budgets exist. Every request authenticated by a valid key is charged to its **account**, with
 a limit per plan and per clock hour (settings.RATE_LIMITS). Every 401 is charged to the client
-**address** (settings.RATE_LIMIT_AUTH_FAILURES per hour), and an address that has used that budget
-up gets 429 for everything under /v1 until the hour ends, so a key-guessing loop is slowed.
+**address** (settings.RATE_LIMIT_AUTH_FAILURES per hour); once an address has used that budget up,
+its requests that fail authentication get 429 until the hour ends, so a key-guessing loop is
+slowed, while its requests with a valid key are served (many clients can share one address).
 
 Counters live in the default cache: Redis when REDIS_URL is set, so every gunicorn worker on every
 machine shares them; the local-memory cache otherwise. When the cache cannot be reached the API

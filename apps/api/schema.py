@@ -78,8 +78,9 @@ FORBIDDEN_SCOPE = error("The key lacks the endpoint's scope; the message names i
 NOT_FOUND = error("No such resource in the key's account.", "not_found")
 BAD_REQUEST = error("Invalid query or body; `details` names the field and rule.", "VALIDATION_ERROR")
 RATE_LIMITED_DESCRIPTION = (
-    "Rate limit exceeded: the account's hourly budget, or, for every request from an address, its budget "
-    "of failed authentications. `Retry-After` says when to try again."
+    "Rate limit exceeded: the account's hourly budget, or, for a request that fails authentication, its "
+    "address's hourly budget of failed authentications (a request with a valid key is never refused for "
+    "that one). `Retry-After` says when to try again."
 )
 RATE_LIMITED = error(RATE_LIMITED_DESCRIPTION, "rate_limit_exceeded")
 

@@ -42,7 +42,8 @@ class PostListItemSerializer(ResponseSerializer):
 
 
 class PostContentSerializer(PostListItemSerializer):
-    """The post with its content: the `data.post` of webhook deliveries."""
+    """The post with all it holds: the single-post form and the `data.post` of webhook deliveries
+    (the spec's "full post at the time of the event", so the external references too)."""
 
     body = serializers.CharField(help_text="Markdown.")
     published_at = UtcDateTimeField(allow_null=True)
@@ -50,13 +51,16 @@ class PostContentSerializer(PostListItemSerializer):
     meta_description = serializers.CharField(allow_null=True)
     tags = TagSerializer(many=True)
     media = MediaSerializer(many=True)
+    external_id = serializers.CharField(
+        allow_null=True, help_text="Set by the publish call on `api` channels; null otherwise."
+    )
+    external_url = serializers.CharField(
+        allow_null=True, help_text="Set by the publish call on `api` channels; null otherwise."
+    )
 
 
 class PostDetailSerializer(PostContentSerializer):
-    """The single-post form."""
-
-    external_id = serializers.CharField(allow_null=True, help_text="Set by the publish call on `api` channels.")
-    external_url = serializers.CharField(allow_null=True, help_text="Set by the publish call on `api` channels.")
+    """The single-post form: the full post."""
 
 
 class PostWorkflowResultSerializer(PostDetailSerializer):

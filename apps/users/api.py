@@ -1,6 +1,7 @@
 """The Users endpoints. A request acts as the user who owns the API key; every lookup is limited
-to the key's account. No API scope is needed (the spec states none); "admin only" means the key's
-owner has role admin."""
+to the key's account. Reading users needs the scope `read:users`, changing them `write:users`
+(beyond the spec's list of scopes); "admin only" means, on top of that, that the key's owner has
+role admin. The key owner's own profile needs no scope."""
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
@@ -9,6 +10,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts.models import Scope
 from apps.api.pagination import PagePagination
 from apps.api.permissions import HasRequiredScope, IsAccountAdmin, require_account_admin
 from apps.api.request_fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSerializer
@@ -36,7 +38,14 @@ from apps.users.serializers import (
 from apps.users.services import profile_update, user_create, user_delete, user_update
 from apps.webhooks.models import EventKind
 
-ADMIN_REQUIRED = error("The API key's owner is not an admin of the organization.", "admin_required")
+FORBIDDEN = error(
+    "The key lacks the operation's scope (the message names it), or the key's owner is not an admin of the "
+    "organization.",
+    "insufficient_scope",
+    "admin_required",
+)
+READ_USERS = {"GET": Scope.READ_USERS}
+WRITE_USERS = {method: Scope.WRITE_USERS for method in ("POST", "PUT", "DELETE")}
 LAST_ADMIN = error(
     "The change would leave the organization without an active admin, or sets a user back to `invited`.",
     "last_admin",
@@ -183,7 +192,7 @@ class ProfileView(APIView):
 
 
 class UsersView(generics.ListAPIView):
-    required_scope = None
+    required_scopes = READ_USERS | WRITE_USERS
     permission_classes = [HasRequiredScope, IsAccountAdmin]
     pagination_class = UsersPagination
     serializer_class = UserListItemSerializer
@@ -196,10 +205,11 @@ class UsersView(generics.ListAPIView):
     @extend_schema(
         operation_id="users_list",
         summary="List the organization's users (admin only), in creation order.",
+        description="Scope `read:users`.",
         parameters=[UserFilterSerializer],
         responses={
             200: UserListItemSerializer(many=True),
-            403: ADMIN_REQUIRED,
+            403: FORBIDDEN,
             **common_errors(scope=False, bad_request=True),
         },
         tags=["users"],
@@ -210,14 +220,15 @@ class UsersView(generics.ListAPIView):
     @extend_schema(
         operation_id="users_create",
         summary="Create a user in the organization (admin only), by default with an invitation e-mail.",
-        description="`email` and `name` are required. The e-mail is unique across the service (any case). "
+        description="Scope `write:users`. `email` and `name` are required. The e-mail is unique across the "
+        "service (any case). "
         "With `send_invitation` (default true) the user is `invited` and gets an e-mail with a one-time link "
         "to set a password; otherwise the user is `active` at once and `invitation_sent_at` is null.",
         request=UserCreateSerializer,
         callbacks=user_events(EventKind.USER_CREATED),
         responses={
             201: UserCreatedSerializer,
-            403: ADMIN_REQUIRED,
+            403: FORBIDDEN,
             409: EMAIL_TAKEN,
             503: INVITATION_NOT_SENT,
             **common_errors(scope=False, bad_request=True),
@@ -232,16 +243,17 @@ class UsersView(generics.ListAPIView):
 
 
 class UserDetailView(APIView):
-    required_scope = None
+    required_scopes = READ_USERS | WRITE_USERS
     permission_classes = [HasRequiredScope, IsAccountAdmin]
     admin_methods = {"PUT", "DELETE"}
 
     @extend_schema(
         operation_id="users_get",
         summary="Get a user of the organization. Admins may read anyone; other users only themselves.",
+        description="Scope `read:users`.",
         responses={
             200: UserDetailSerializer,
-            403: ADMIN_REQUIRED,
+            403: FORBIDDEN,
             **common_errors(scope=False, not_found=True),
         },
         tags=["users"],
@@ -255,14 +267,15 @@ class UserDetailView(APIView):
     @extend_schema(
         operation_id="users_update",
         summary="Update a user's name, role, status, permissions or metadata (admin only).",
-        description="Every field is optional: only the fields given change. A new `role` resets `permissions` "
+        description="Scope `write:users`. Every field is optional: only the fields given change. A new `role` "
+        "resets `permissions` "
         "to the role's defaults unless `permissions` are given too. The organization's last active admin "
         "cannot be demoted, made inactive or suspended (`last_admin`). Returns the updated user.",
         request=UserUpdateSerializer,
         callbacks=user_events(EventKind.USER_UPDATED, EventKind.USER_ROLE_CHANGED),
         responses={
             200: UserDetailSerializer,
-            403: ADMIN_REQUIRED,
+            403: FORBIDDEN,
             422: LAST_ADMIN,
             **common_errors(scope=False, not_found=True, bad_request=True),
         },
@@ -278,10 +291,11 @@ class UserDetailView(APIView):
     @extend_schema(
         operation_id="users_delete",
         summary="Delete a user (admin only); the user's API keys stop working at once.",
+        description="Scope `write:users`.",
         callbacks=user_events(EventKind.USER_DELETED),
         responses={
             204: OpenApiResponse(description="Deleted."),
-            403: ADMIN_REQUIRED,
+            403: FORBIDDEN,
             422: error("The user is the organization's last active admin.", "last_admin"),
             **common_errors(scope=False, not_found=True),
         },

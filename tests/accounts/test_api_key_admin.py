@@ -110,6 +110,16 @@ def test_the_post_that_creates_a_key_answers_with_the_key_on_its_page_and_the_ke
     assert token["name"] == "deploy bot" and token["scopes"] == ["read:channels", "read:posts"]
 
 
+def test_the_add_form_offers_the_users_scopes_and_saves_them(settings_client, owner, created_keys):
+    form = settings_client.get(ADD).content.decode()
+    for scope in ("read:users", "write:users"):
+        assert f'value="{scope}"' in form
+    add_key(settings_client, owner, scopes=["read:users", "write:users"])
+    [raw] = created_keys
+    assert bearer(raw).get("/v1/me").json()["data"]["token"]["scopes"] == ["read:users", "write:users"]
+    assert bearer(raw).get("/v1/users").status_code == 200
+
+
 @pytest.mark.parametrize("button", ["_save", "_continue", "_addanother"])
 def test_the_key_is_set_in_no_cookie_whichever_save_button_was_pressed(settings_client, owner, created_keys, button):
     response = add_key(settings_client, owner, button)

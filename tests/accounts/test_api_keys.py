@@ -38,6 +38,24 @@ def test_create_api_key_command_prints_a_working_key():
     assert timedelta(days=6, hours=23) < key.expires_at - timezone.now() <= timedelta(days=7)
 
 
+def test_create_api_key_command_gives_the_users_scopes_and_the_key_can_manage_users():
+    user = UserFactory(email="owner@example.com", role="admin")
+    out = StringIO()
+    call_command(
+        "create_api_key",
+        "--account", str(user.account_id), "--user", "owner@example.com", "--name", "people",
+        "--scopes", "write:users,read:users", stdout=out,
+    )  # fmt: skip
+    client = bearer(out.getvalue().strip())
+    assert client.get("/v1/me").json()["data"]["token"]["scopes"] == ["read:users", "write:users"]
+    assert client.get("/v1/users").status_code == 200
+    created = client.post(
+        "/v1/users", {"email": "new@example.com", "name": "New", "send_invitation": False}, format="json"
+    )
+    assert created.status_code == 201
+    assert client.get("/v1/channels").status_code == 403
+
+
 def test_create_api_key_command_rejects_unknown_scope_and_foreign_user():
     user = UserFactory()
     stranger = UserFactory()

@@ -29,3 +29,8 @@ def test_me_needs_no_scope(client_for):
 
 def test_me_does_not_reveal_the_key(client_for, api_key):
     assert api_key.raw not in client_for(api_key).get("/v1/me").content.decode()
+
+
+def test_me_lists_the_users_scopes_of_a_key_that_holds_them(client_for):
+    key = ApiKeyFactory(scopes=["read:users", "write:users"])
+    assert client_for(key).get("/v1/me").json()["data"]["token"]["scopes"] == ["read:users", "write:users"]

@@ -311,12 +311,34 @@ def test_401s_are_counted_per_address_and_then_the_address_gets_429(api_key, clo
     assert response["Retry-After"] == "2600"
     assert response["X-RateLimit-Limit"] == "3"
     assert response["X-RateLimit-Remaining"] == "0"
-    # The block covers the whole address, so a guessed key cannot be told apart by its answer.
-    assert from_address("203.0.113.7", api_key.raw).get("/v1/me").status_code == 429
-    assert from_address("203.0.113.7").get("/v1/nothing").status_code == 429
+    # Only what would fail authentication is refused: a valid key from the same address is served.
+    assert from_address("203.0.113.7", api_key.raw).get("/v1/me").status_code == 200
+    assert from_address("203.0.113.7").get("/v1/me").status_code == 429
+    assert from_address("203.0.113.7").get("/v1/nothing").status_code == 404
     # Other addresses are not affected.
     assert from_address("198.51.100.1", api_key.raw).get("/v1/me").status_code == 200
     assert from_address("198.51.100.1").get("/v1/me").status_code == 401
+
+
+def test_a_flood_of_bad_keys_never_locks_out_a_good_key_from_the_same_address(admin_key, clock, settings):
+    assert settings.RATE_LIMIT_AUTH_FAILURES == 100
+    guesser = from_address("127.0.0.1", "cps_12345678_stale")
+    answers = [guesser.get("/v1/channels").status_code for _ in range(101)]
+    assert answers == [401] * 100 + [429]
+
+    good = from_address("127.0.0.1", admin_key.raw)
+    for path in ("/v1/me", "/v1/channels", "/v1/users"):
+        response = good.get(path)
+        assert response.status_code == 200, path
+        # Charged to its account, as any request with a valid key.
+        assert response["X-RateLimit-Limit"] == str(settings.RATE_LIMITS[admin_key.account.plan])
+    assert good.post("/v1/users", {"email": "new@example.com", "name": "New"}, format="json").status_code != 429
+
+    for client in (guesser, from_address("127.0.0.1"), from_address("127.0.0.1", "Basic abc")):
+        response = client.get("/v1/me")
+        assert response.status_code == 429
+        assert response.json()["error"]["code"] == "rate_limit_exceeded"
+        assert response["X-RateLimit-Remaining"] == "0"
 
 
 def test_an_address_block_ends_with_the_hour(clock, three_failures):

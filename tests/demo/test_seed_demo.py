@@ -52,7 +52,9 @@ def test_seed_demo_keys_behave_as_labelled():
     keys, users = account["keys"], account["users"]
     me = bearer(keys["all"]).get("/v1/me").json()["data"]
     assert me["account"]["id"] == account["id"]
-    assert me["token"]["scopes"] == ["read:channels", "read:posts", "read:media", "write:posts", "write:sso"]
+    assert me["token"]["scopes"] == [
+        "read:channels", "read:posts", "read:media", "write:posts", "write:sso", "read:users", "write:users"
+    ]  # fmt: skip
     assert bearer(keys["read"]).get("/v1/me").json()["data"]["token"]["scopes"] == ["read:channels", "read:posts"]
     assert bearer(keys["none"]).get("/v1/me").json()["data"]["token"]["scopes"] == []
     assert bearer(keys["expired"]).get("/v1/me").status_code == 401
@@ -60,6 +62,28 @@ def test_seed_demo_keys_behave_as_labelled():
     assert ApiKey.objects.get(prefix=keys["all"].split("_")[1]).user.email == users["admin"]
     for role, email in users.items():
         assert User.objects.get(email=email).role == role
+
+
+def test_the_demo_all_key_manages_users_and_the_none_key_cannot_touch_them():
+    account = seed()["accounts"][0]
+    everything, nothing = bearer(account["keys"]["all"]), bearer(account["keys"]["none"])
+    assert everything.get("/v1/users").status_code == 200
+    created = everything.post(
+        "/v1/users", {"email": "demo-new@example.com", "name": "New", "send_invitation": False}, format="json"
+    )
+    assert created.status_code == 201
+    user_id = created.json()["id"]
+    for response in (
+        nothing.get("/v1/users"),
+        nothing.get(f"/v1/users/{user_id}"),
+        nothing.post("/v1/users", {"email": "other@example.com", "name": "Other"}, format="json"),
+        nothing.put(f"/v1/users/{user_id}", {"name": "Renamed"}, format="json"),
+        nothing.delete(f"/v1/users/{user_id}"),
+    ):
+        assert response.status_code == 403
+        assert response.json()["error"]["code"] == "insufficient_scope"
+    assert nothing.get("/v1/users/profile").status_code == 200
+    assert everything.delete(f"/v1/users/{user_id}").status_code == 204
 
 
 def test_seed_demo_is_idempotent_and_revokes_earlier_keys():

@@ -57,11 +57,11 @@ OPERATIONS = [
     Operation("POST", "/v1/sso_tokens", Scope.WRITE_SSO, admin="others", target="user", success=201),
     Operation("GET", "/v1/users/profile"),
     Operation("PUT", "/v1/users/profile"),
-    Operation("GET", "/v1/users", admin="always"),
-    Operation("POST", "/v1/users", admin="always", success=201),
-    Operation("GET", "/v1/users/{user_id}", admin="others", target="user"),
-    Operation("PUT", "/v1/users/{user_id}", admin="always", target="user"),
-    Operation("DELETE", "/v1/users/{user_id}", admin="always", target="user", success=204),
+    Operation("GET", "/v1/users", Scope.READ_USERS, admin="always"),
+    Operation("POST", "/v1/users", Scope.WRITE_USERS, admin="always", success=201),
+    Operation("GET", "/v1/users/{user_id}", Scope.READ_USERS, admin="others", target="user"),
+    Operation("PUT", "/v1/users/{user_id}", Scope.WRITE_USERS, admin="always", target="user"),
+    Operation("DELETE", "/v1/users/{user_id}", Scope.WRITE_USERS, admin="always", target="user", success=204),
 ]
 
 KEYS = ["missing", "expired", "revoked", "none", "wrong scope", "read", "all", "viewer-owned"]

@@ -126,7 +126,7 @@ def create_api_key_in_the_admin(admin_client, account, user) -> str:
     response = admin_client.post(
         "/admin/accounts/apikey/add/",
         {"account": account.id, "user": user.id, "name": "integration", "scopes": ["read:channels", "read:posts",
-         "write:posts", "write:sso"]},
+         "write:posts", "write:sso", "read:users"]},
     )  # fmt: skip
     # Shown on the answer to the POST that created it, never in a message or cookie.
     assert response.status_code == 200

@@ -2,7 +2,7 @@ import pytest
 from dateutil.parser import isoparse
 
 from apps.users.models import Permission, Role, Status, User, default_permissions_for
-from tests.factories import AccountFactory, AdminUserFactory, ApiKeyFactory, UserFactory
+from tests.factories import AccountFactory, ApiKeyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -55,14 +55,6 @@ def test_admin_only_operations_refuse_editor_and_viewer_keys(client_for, role, m
 def test_users_endpoints_need_a_key(api_client):
     assert_error(api_client.get("/v1/users"), 401, "authentication_failed")
     assert_error(api_client.get("/v1/users/profile"), 401, "authentication_failed")
-
-
-def test_users_endpoints_need_no_scope(client_for):
-    key = ApiKeyFactory(user=AdminUserFactory(), scopes=[])
-    client = client_for(key)
-    assert client.get("/v1/users").status_code == 200
-    assert client.get(f"/v1/users/{key.user_id}").status_code == 200
-    assert client.get("/v1/users/profile").status_code == 200
 
 
 # --- list ----------------------------------------------------------------------------------------
