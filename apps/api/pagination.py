@@ -23,23 +23,23 @@ def positive_int_param(query_params, name: str, default: int | None) -> int | No
 
 
 class PagePagination(BasePagination):
-    """`page` and `per_page` (capped at PAGE_SIZE_MAX); response key `meta`.
+    """The one pagination of every list: `page`, and `per_page` or its shorthand `limit` (the spec
+    names both; `per_page` wins when both are given), capped at PAGE_SIZE_MAX; response key `meta`.
 
     A page past the last returns an empty `data` with the true `meta`; `pages` is 0 for an empty
-    list. Views may accept aliases of `per_page` (the posts list's `limit`); `per_page` wins when
-    both are given.
+    list.
     """
 
-    page_size_params: tuple[str, ...] = ("per_page",)
+    # In order of precedence.
+    page_size_params: tuple[str, ...] = ("per_page", "limit")
     meta_key = "meta"
 
     def paginate_queryset(self, queryset, request, view=None, count: int | None = None):
         """The page's items; `count`, when the caller knows it, spares the count query."""
         params = request.query_params
-        aliases = getattr(view, "page_size_aliases", ())
         self.page = positive_int_param(params, "page", 1)
         self.per_page = settings.PAGE_SIZE_DEFAULT
-        for name in reversed((*self.page_size_params, *aliases)):
+        for name in reversed(self.page_size_params):
             value = positive_int_param(params, name, None)
             if value is not None:
                 self.per_page = value
@@ -79,7 +79,7 @@ class PagePagination(BasePagination):
     schema_meta_keys = ("page", "pages", "count", "per_page")
 
     def get_schema_operation_parameters(self, view) -> list[dict]:
-        names = ("page", *self.page_size_params, *getattr(view, "page_size_aliases", ()))
+        names = ("page", *self.page_size_params)
         descriptions = {
             "page": "Page number, from 1. A page past the last returns an empty list.",
             "per_page": f"Items per page (default {settings.PAGE_SIZE_DEFAULT}, larger values are capped at "

@@ -23,7 +23,8 @@ class ChannelListView(APIView):
     @extend_schema(
         operation_id="channels_list",
         summary="List the account's channels",
-        description="Scope `read:channels`. Ordered by `id`, ascending. Paginated with `page` and `per_page`.",
+        description="Scope `read:channels`. Ordered by `id`, ascending. Paginated with `page` and `per_page` "
+        "(or its shorthand `limit`).",
         responses={200: ChannelSerializer(many=True), **common_errors(bad_request=True)},
         tags=["channels"],
     )

@@ -73,6 +73,14 @@ class PostForm(forms.ModelForm):
         if self.instance.pk:
             tags.queryset = tags.queryset.filter(account_id=self.instance.channel.account_id)
 
+    def _get_validation_exclusions(self):
+        exclude = super()._get_validation_exclusions()
+        if not self.cleaned_data.get("slug"):
+            # Left empty, the slug is made from the title when the service saves the post; the
+            # model's own check (a post has a slug) would refuse the form before that.
+            exclude.add("slug")
+        return exclude
+
     def clean(self):
         cleaned = super().clean()
         channel = cleaned.get("channel") or (self.instance.channel if self.instance.pk else None)

@@ -98,7 +98,6 @@ class PostFilterSerializer(serializers.Serializer):
 class ChannelPostListView(APIView):
     required_scope = Scope.READ_POSTS
     pagination_class = PagePagination
-    page_size_aliases = ("limit",)
 
     @extend_schema(
         operation_id="channel_posts_list",

@@ -55,14 +55,16 @@ class PostQuerySet(models.QuerySet):
 
 
 class Post(models.Model):
-    # The optional texts are null when absent, not "": the spec's payloads show null for them, and
-    # a null slug stays outside the slug's uniqueness per channel.
+    # The spec types `teaser` and `slug` as strings: a post without a teaser has "", and every post
+    # has a slug (the services fill an empty one from the title). The SEO texts are null when absent.
     channel = models.ForeignKey("channels.Channel", on_delete=models.CASCADE, related_name="posts")
     title = models.CharField(max_length=TITLE_MAX_LENGTH)
     body = models.TextField(blank=True, default="", help_text="Markdown.")
-    teaser = models.CharField(max_length=TEASER_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
-    slug = models.SlugField(  # noqa: DJ001
-        max_length=SLUG_MAX_LENGTH, null=True, blank=True, help_text="Unique within the channel."
+    teaser = models.CharField(max_length=TEASER_MAX_LENGTH, blank=True, default="")
+    slug = models.SlugField(
+        max_length=SLUG_MAX_LENGTH,
+        blank=True,
+        help_text="Unique within the channel. Left empty, it is made from the title.",
     )
     publication_status = models.CharField(
         max_length=24, choices=PublicationStatus.choices, default=PublicationStatus.DRAFT
@@ -93,11 +95,17 @@ class Post(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["channel", "slug"],
-                condition=models.Q(slug__isnull=False),
                 name="post_unique_slug_per_channel",
                 violation_error_message="Another post of this channel already has this slug.",
                 violation_error_code="unique",
-            )
+            ),
+            # The services always fill it; this keeps any other writer (raw SQL, a fixture) honest.
+            models.CheckConstraint(
+                condition=~models.Q(slug=""),
+                name="post_slug_not_empty",
+                violation_error_message="A post needs a slug.",
+                violation_error_code="required",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -33,8 +33,10 @@ class PostListItemSerializer(ResponseSerializer):
 
     id = serializers.IntegerField()
     title = serializers.CharField()
-    teaser = serializers.CharField(allow_null=True, help_text="Short summary; null when the post has none.")
-    slug = serializers.CharField(allow_null=True, help_text="URL-safe identifier, unique in the channel; or null.")
+    teaser = serializers.CharField(help_text="Short summary; an empty string when the post has none.")
+    slug = serializers.CharField(
+        min_length=1, help_text="URL-safe identifier, unique in the channel; made from the title when not given."
+    )
     publication_status = serializers.ChoiceField(choices=PublicationStatus.choices)
     created_at = UtcDateTimeField()
     updated_at = UtcDateTimeField()

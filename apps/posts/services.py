@@ -2,21 +2,31 @@
 first, so two requests on the same post (two publish calls, an admin save beside an API call)
 run one after the other and the second sees what the first did."""
 
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
+from django.utils.text import slugify
 
 from apps.accounts.models import Account
 from apps.channels.models import Channel
 from apps.channels.selectors import channel_get
 from apps.core.errors import DomainError, NotFound
 from apps.core.validation import field_error, invalid_from_django
-from apps.posts.models import POST_STATE_FIELDS, ApiPublication, Media, Post, PublicationStatus, Tag
+from apps.posts.models import (
+    POST_STATE_FIELDS,
+    SLUG_MAX_LENGTH,
+    ApiPublication,
+    Media,
+    Post,
+    PublicationStatus,
+    Tag,
+)
 from apps.posts.serializers import post_webhook_data
 from apps.webhooks.models import EventKind
 from apps.webhooks.services import event_emit
@@ -26,8 +36,11 @@ POST_NOT_FOUND = "Post not found."
 # The content of a post: what `post.updated` is about. Status, schedule and external references
 # are workflow state and change only through the workflow functions below.
 CONTENT_FIELDS: Final = ("title", "body", "teaser", "slug", "meta_title", "meta_description")
-# Empty values of these are stored as null ("no teaser"), never as "".
-NULLABLE_CONTENT_FIELDS: Final = frozenset({"teaser", "slug", "meta_title", "meta_description"})
+# What an empty (or blank, or missing) value of these is stored as: the spec types the teaser and
+# the slug as strings (an empty slug is then made from the title), the SEO texts as string or null.
+EMPTY_CONTENT: Final = {"teaser": "", "slug": "", "meta_title": None, "meta_description": None}
+# Suffixed slugs tried, in one query, before a random suffix: "title", "title-2", ... "title-10".
+SLUG_NUMBERS: Final = range(2, 11)
 
 
 class _Keep:
@@ -80,12 +93,38 @@ def _emit(kind: str, post: Post) -> None:
 # --- content ---------------------------------------------------------------------------------
 
 
+def _suffixed(base: str, suffix: str) -> str:
+    return base[: SLUG_MAX_LENGTH - len(suffix)].rstrip("-_") + suffix
+
+
+def _slug_from_title(title: str) -> str:
+    return slugify(title)[:SLUG_MAX_LENGTH].strip("-_") or "post"
+
+
+def _free_slug(*, channel_id: int, title: str, post_id: int | None = None) -> str:
+    """A slug made from the title that no other post of the channel has: the title's slug, or it
+    numbered, or (past SLUG_NUMBERS) with a random suffix. One indexed query."""
+    base = _slug_from_title(title)
+    candidates = [base, *(_suffixed(base, f"-{number}") for number in SLUG_NUMBERS)]
+    taken = set(
+        Post.objects.filter(channel_id=channel_id, slug__in=candidates)
+        .exclude(pk=post_id)
+        .values_list("slug", flat=True)
+    )
+    return next((slug for slug in candidates if slug not in taken), _suffixed(base, f"-{secrets.token_hex(4)}"))
+
+
 def _assign_content(post: Post, values: dict) -> list[str]:
-    """Set the given content fields on `post`; return the names whose value changed."""
+    """Set the given content fields on `post`; return the names whose value changed. An empty slug
+    given is made from the (new) title."""
+    values = {
+        name: EMPTY_CONTENT[name] if name in EMPTY_CONTENT and (value is None or not value.strip()) else value
+        for name, value in values.items()
+    }
+    if values.get("slug") == "":
+        values["slug"] = _free_slug(channel_id=post.channel_id, title=values.get("title", post.title), post_id=post.pk)
     changed = []
     for name, value in values.items():
-        if name in NULLABLE_CONTENT_FIELDS and isinstance(value, str) and not value.strip():
-            value = None
         if getattr(post, name) != value:
             setattr(post, name, value)
             changed.append(name)
@@ -96,6 +135,23 @@ def _validate_content(post: Post, names: Iterable[str]) -> None:
     names = list(names)
     # The slug's uniqueness is a constraint over (channel, slug): validate both together.
     _validate(post, [*names, "channel"] if "slug" in names else names)
+
+
+def _save_content(post: Post, *, slug_made: bool, **save_options) -> None:
+    """Save the post's content. Two saves can pick the same free slug at once (or take a given one
+    between the check and the write): the slug's uniqueness in the database decides, and the loser
+    gets a random suffix on a slug made from the title, or a 400 on a slug it was given."""
+    try:
+        with transaction.atomic():
+            post.save(**save_options)
+    except IntegrityError:
+        if post.slug and Post.objects.filter(channel_id=post.channel_id, slug=post.slug).exclude(pk=post.pk).exists():
+            if not slug_made:
+                raise field_error("slug", "unique", "Another post of this channel already has this slug.") from None
+            post.slug = _suffixed(_slug_from_title(post.title), f"-{secrets.token_hex(4)}")
+            post.save(**save_options)
+        else:
+            raise
 
 
 def check_tags_of_account(tags: Iterable[Tag], account_id: int) -> None:
@@ -156,7 +212,7 @@ def post_create(
     content = {"title": title, "body": body, "teaser": teaser, "slug": slug}
     _assign_content(post, content | {"meta_title": meta_title, "meta_description": meta_description})
     _validate_content(post, CONTENT_FIELDS)
-    post.save()
+    _save_content(post, slug_made=not (slug or "").strip())
     _assign_tags(post, tags)
     _assign_media(post, media)
     return post
@@ -194,7 +250,11 @@ def post_update_content(
         changed.append("media")
     if changed:
         # updated_at moves for tag and media changes too: they are the post's content.
-        locked.save(update_fields=[*(name for name in changed if name in CONTENT_FIELDS), "updated_at"])
+        _save_content(
+            locked,
+            slug_made=slug is not KEEP and not (slug or "").strip(),
+            update_fields=[*(name for name in changed if name in CONTENT_FIELDS), "updated_at"],
+        )
         if locked.publication_status == PublicationStatus.PUBLISHED:
             _emit(EventKind.POST_UPDATED, locked)
     return locked, changed

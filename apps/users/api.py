@@ -3,7 +3,6 @@ to the key's account. Reading users needs the scope `read:users`, changing them 
 (beyond the spec's list of scopes); "admin only" means, on top of that, that the key's owner has
 role admin. The key owner's own profile needs no scope."""
 
-from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound
@@ -56,24 +55,14 @@ INVITATION_NOT_SENT = error("The invitation e-mail could not be sent; nothing wa
 
 
 class UsersPagination(PagePagination):
-    """The users list's form of the one pagination: `limit` instead of `per_page`, key `pagination`."""
+    """The one pagination, answered in the users list's form (the spec's): key `pagination` with
+    `page`, `limit`, `total` and `pages`."""
 
-    page_size_params = ("limit",)
     meta_key = "pagination"
     schema_meta_keys = ("page", "limit", "total", "pages")
 
     def get_meta(self) -> dict:
         return {"page": self.page, "limit": self.per_page, "total": self.count, "pages": self.pages}
-
-    def get_schema_operation_parameters(self, view) -> list[dict]:
-        parameters = super().get_schema_operation_parameters(view)
-        for parameter in parameters:
-            if parameter["name"] == "limit":
-                parameter["description"] = (
-                    f"Users per page (default {settings.PAGE_SIZE_DEFAULT}, larger values are capped at "
-                    f"{settings.PAGE_SIZE_MAX})."
-                )
-        return parameters
 
 
 def account_user(request, user_id: str) -> User:
@@ -205,7 +194,8 @@ class UsersView(generics.ListAPIView):
     @extend_schema(
         operation_id="users_list",
         summary="List the organization's users (admin only), in creation order.",
-        description="Scope `read:users`.",
+        description="Scope `read:users`. Paginated with `page` and `per_page` or its shorthand `limit` (the "
+        "spec's name here), answered as `pagination` with `page`, `limit`, `total` and `pages`.",
         parameters=[UserFilterSerializer],
         responses={
             200: UserListItemSerializer(many=True),

@@ -148,7 +148,7 @@ def delete_post(world, data):
 def move_post(world, data):
     post = data.draw(st.sampled_from(world.posts()))
     post.channel = data.draw(st.sampled_from(world.channels))
-    post.slug = None  # slugs are unique per channel
+    post.slug = f"moved-{post.pk}"  # slugs are unique per channel
     post.save()
 
 

@@ -23,7 +23,6 @@ class ScopedView(APIView):
 
 class PagedView(APIView):
     required_scope = None
-    page_size_aliases = ("limit",)
 
     def get(self, request):
         paginator = PagePagination()

@@ -120,7 +120,7 @@ def world(settings):
     pending = ApiPublicationFactory(post__channel=api).post
     pending.tags.set([TagFactory(account=account)])
     MediaFactory(post=pending)
-    PostFactory(channel=blog, teaser=None, slug=None, publication_status="published", published_at=timezone.now())
+    PostFactory(channel=blog, teaser="", meta_title=None, publication_status="published", published_at=timezone.now())
     ChannelFactory(account=AccountFactory())  # another account's, never to be seen
     return {"admin": admin, "key": ApiKeyFactory(user=admin)}
 

@@ -92,7 +92,7 @@ from apps.posts.models import Post
 from apps.webhooks.services import endpoint_save
 account = Account.objects.create(name="Trial")
 channel = Channel.objects.create(account=account, title="Ext", platform="api")
-Post.objects.create(channel=channel, title="Due", publication_status="scheduled",
+Post.objects.create(channel=channel, title="Due", slug="due", publication_status="scheduled",
                     scheduled_at=timezone.now() - timedelta(seconds=1))
 endpoint_save(account=account, url="{receiver.url}")
 """

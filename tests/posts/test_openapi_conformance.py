@@ -55,7 +55,9 @@ def world(api_key):
     pending.tags.set([TagFactory(account=account)])
     MediaFactory(post=pending)
     MediaFactory(post=pending, width=None, height=None, kind="document")
-    PostFactory(channel=no_team, teaser=None, slug=None, publication_status="published", published_at=timezone.now())
+    PostFactory(
+        channel=no_team, teaser="", meta_title=None, publication_status="published", published_at=timezone.now()
+    )
     return {"api": api, "no_team": no_team, "pending": pending}
 
 

@@ -48,12 +48,12 @@ def test_webhook_post_matches_the_apis_single_post_form(client_for, api_key):
 
 
 def test_webhook_post_reads_the_database_not_the_stale_instance():
-    post = PostFactory(title="Old", teaser=None, slug=None)
-    type(post).objects.filter(pk=post.pk).update(title="New")
+    post = PostFactory(title="Old", teaser="", slug="old")
+    type(post).objects.filter(pk=post.pk).update(title="New", slug="new")
     data = post_webhook_data(post)
     assert data["title"] == "New"
-    assert data["teaser"] is None
-    assert data["slug"] is None
+    assert data["teaser"] == ""
+    assert data["slug"] == "new"
     assert data["published_at"] is None
 
 

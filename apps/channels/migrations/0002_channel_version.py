@@ -12,6 +12,8 @@ plan's batch, a seed of 100,000 posts) bumps each channel once, with the channel
 (no deadlock between two bulk writers). SQLite (the embedded default) has row-level triggers only.
 """
 
+import re
+
 from django.db import migrations, models
 
 import apps.channels.models
@@ -148,6 +150,27 @@ for _table in POST_PARTS:
         ),
     ]
 SQLITE_DROP = [f"DROP TRIGGER {statement.split()[2]}" for statement in SQLITE_CREATE]
+
+
+def around_sqlite_table_change(table: str, operations: list) -> list:
+    """`operations` of a later migration that alter `table`, wrapped for SQLite: Django alters a
+    SQLite table by copying it into a new one and renaming that, which drops the old table's
+    triggers and fails while any trigger names the table. So the triggers that name it are dropped
+    before and created again after (PostgreSQL keeps them; nothing is done there)."""
+    names = re.compile(rf"\b{table}\b")
+    statements = [statement for statement in SQLITE_CREATE if names.search(statement)]
+
+    def create(apps, schema_editor):
+        if schema_editor.connection.vendor == "sqlite":
+            for statement in statements:
+                schema_editor.execute(statement.replace("CREATE TRIGGER ", "CREATE TRIGGER IF NOT EXISTS ", 1))
+
+    def drop(apps, schema_editor):
+        if schema_editor.connection.vendor == "sqlite":
+            for statement in statements:
+                schema_editor.execute(f"DROP TRIGGER IF EXISTS {statement.split()[2]}")
+
+    return [migrations.RunPython(drop, create), *operations, migrations.RunPython(create, drop)]
 
 
 def _run(statements_by_vendor: dict):
