@@ -69,14 +69,15 @@ class ApiHttpMiddleware:
         budget = getattr(request, ratelimit.REQUEST_ATTRIBUTE, None)
         if budget is None:
             address = ratelimit.client_address(request)
-            budget = ratelimit.auth_failures(address, count=response.status_code == 401)
-            if response.status_code == 401 and budget.exceeded:
+            failed = response.status_code == 401
+            budget = ratelimit.auth_failures(address, count=failed)
+            if failed and budget.exceeded:
                 response = json_error(
                     429,
                     f"Too many failed authentications from this address ({budget.limit} per hour).",
                     headers={"Retry-After": str(budget.retry_after())},
                 )
-            elif response.status_code == 401 and budget.exhausted:
+            elif failed and budget.exhausted:
                 logger.warning("Address %s reached the limit of %s failed authentications", address, budget.limit)
         for name, value in budget.headers().items():
             response[name] = value

@@ -93,6 +93,10 @@ def _emit(kind: str, post: Post) -> None:
 # --- content ---------------------------------------------------------------------------------
 
 
+def _blank(value: str | None) -> bool:
+    return value is None or not value.strip()
+
+
 def _suffixed(base: str, suffix: str) -> str:
     return base[: SLUG_MAX_LENGTH - len(suffix)].rstrip("-_") + suffix
 
@@ -118,7 +122,7 @@ def _assign_content(post: Post, values: dict) -> list[str]:
     """Set the given content fields on `post`; return the names whose value changed. An empty slug
     given is made from the (new) title."""
     values = {
-        name: EMPTY_CONTENT[name] if name in EMPTY_CONTENT and (value is None or not value.strip()) else value
+        name: EMPTY_CONTENT[name] if name in EMPTY_CONTENT and _blank(value) else value
         for name, value in values.items()
     }
     if values.get("slug") == "":
@@ -212,7 +216,7 @@ def post_create(
     content = {"title": title, "body": body, "teaser": teaser, "slug": slug}
     _assign_content(post, content | {"meta_title": meta_title, "meta_description": meta_description})
     _validate_content(post, CONTENT_FIELDS)
-    _save_content(post, slug_made=not (slug or "").strip())
+    _save_content(post, slug_made=_blank(slug))
     _assign_tags(post, tags)
     _assign_media(post, media)
     return post
@@ -252,7 +256,7 @@ def post_update_content(
         # updated_at moves for tag and media changes too: they are the post's content.
         _save_content(
             locked,
-            slug_made=slug is not KEEP and not (slug or "").strip(),
+            slug_made=slug is not KEEP and _blank(slug),
             update_fields=[*(name for name in changed if name in CONTENT_FIELDS), "updated_at"],
         )
         if locked.publication_status == PublicationStatus.PUBLISHED:

@@ -149,7 +149,11 @@ for _table in POST_PARTS:
             f"cps_{_table}_deleted", "DELETE", _table, "SELECT channel_id FROM posts_post WHERE id = OLD.post_id"
         ),
     ]
-SQLITE_DROP = [f"DROP TRIGGER {statement.split()[2]}" for statement in SQLITE_CREATE]
+def _trigger_name(statement: str) -> str:
+    return statement.split()[2]  # CREATE TRIGGER <name> ...
+
+
+SQLITE_DROP = [f"DROP TRIGGER {_trigger_name(statement)}" for statement in SQLITE_CREATE]
 
 
 def around_sqlite_table_change(table: str, operations: list) -> list:
@@ -168,7 +172,7 @@ def around_sqlite_table_change(table: str, operations: list) -> list:
     def drop(apps, schema_editor):
         if schema_editor.connection.vendor == "sqlite":
             for statement in statements:
-                schema_editor.execute(f"DROP TRIGGER IF EXISTS {statement.split()[2]}")
+                schema_editor.execute(f"DROP TRIGGER IF EXISTS {_trigger_name(statement)}")
 
     return [migrations.RunPython(drop, create), *operations, migrations.RunPython(create, drop)]
 
