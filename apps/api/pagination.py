@@ -1,10 +1,17 @@
+import hashlib
 import math
+from collections.abc import Callable
 
 from django.conf import settings
+from django.core import signing
 from rest_framework import exceptions
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
+
+
+def _invalid(name: str, message: str, code: str) -> exceptions.ValidationError:
+    return exceptions.ValidationError({name: [ErrorDetail(message, code=code)]})
 
 
 def positive_int_param(query_params, name: str, default: int | None) -> int | None:
@@ -16,10 +23,22 @@ def positive_int_param(query_params, name: str, default: int | None) -> int | No
     except ValueError:
         value = 0
     if value < 1:
-        raise exceptions.ValidationError(
-            {name: [ErrorDetail(f"'{name}' must be a positive integer, got {raw!r}.", code="positive_integer")]}
-        )
+        raise _invalid(name, f"'{name}' must be a positive integer, got {raw!r}.", "positive_integer")
     return value
+
+
+def _object_schema(properties: dict, description: str = "") -> dict:
+    schema = {"type": "object", "required": list(properties), "properties": properties}
+    return {**schema, "description": description} if description else schema
+
+
+def _page_of(queryset, offset: int, size: int) -> list:
+    """The rows `offset` to `offset + size` of the queryset, in its order. Their keys are picked
+    first by a subquery that reads only keys (for a list ordered by id with an index on its filter
+    and id, an index-only scan); only the page's rows are then read whole. With OFFSET on the whole
+    rows, a deep page read every row before it from the table."""
+    keys = queryset.values("pk")[offset : offset + size]
+    return list(queryset.filter(pk__in=keys))
 
 
 class PagePagination(BasePagination):
@@ -38,18 +57,21 @@ class PagePagination(BasePagination):
         """The page's items; `count`, when the caller knows it, spares the count query."""
         params = request.query_params
         self.page = positive_int_param(params, "page", 1)
-        self.per_page = settings.PAGE_SIZE_DEFAULT
+        self.per_page = self.page_size(params)
+        self.count = queryset.count() if count is None else count
+        self.offset = (self.page - 1) * self.per_page
+        if self.offset >= self.count:
+            # Also keeps absurd page numbers away from SQL's 64-bit OFFSET.
+            return []
+        return _page_of(queryset, self.offset, self.per_page)
+
+    def page_size(self, params) -> int:
+        per_page = settings.PAGE_SIZE_DEFAULT
         for name in reversed(self.page_size_params):
             value = positive_int_param(params, name, None)
             if value is not None:
-                self.per_page = value
-        self.per_page = min(self.per_page, settings.PAGE_SIZE_MAX)
-        self.count = queryset.count() if count is None else count
-        offset = (self.page - 1) * self.per_page
-        if offset >= self.count:
-            # Also keeps absurd page numbers away from SQL's 64-bit OFFSET.
-            return []
-        return list(queryset[offset : offset + self.per_page])
+                per_page = value
+        return min(per_page, settings.PAGE_SIZE_MAX)
 
     @property
     def pages(self) -> int:
@@ -62,37 +84,132 @@ class PagePagination(BasePagination):
         return Response({"data": data, self.meta_key: self.get_meta()})
 
     def get_paginated_response_schema(self, schema: dict) -> dict:
-        meta_properties = {key: {"type": "integer", "minimum": 0} for key in self.schema_meta_keys}
         return {
             "type": "object",
             "required": ["data", self.meta_key],
-            "properties": {
-                "data": schema,
-                self.meta_key: {
-                    "type": "object",
-                    "required": list(self.schema_meta_keys),
-                    "properties": meta_properties,
-                },
-            },
+            "properties": {"data": schema, self.meta_key: self.meta_schema()},
         }
 
     schema_meta_keys = ("page", "pages", "count", "per_page")
 
+    def meta_schema(self) -> dict:
+        return _object_schema({key: {"type": "integer", "minimum": 0} for key in self.schema_meta_keys})
+
     def get_schema_operation_parameters(self, view) -> list[dict]:
         names = ("page", *self.page_size_params)
-        descriptions = {
-            "page": "Page number, from 1. A page past the last returns an empty list.",
-            "per_page": f"Items per page (default {settings.PAGE_SIZE_DEFAULT}, larger values are capped at "
-            f"{settings.PAGE_SIZE_MAX}).",
-            "limit": "Shorthand for `per_page`; `per_page` wins when both are given.",
-        }
         return [
             {
                 "name": name,
                 "in": "query",
                 "required": False,
-                "description": descriptions.get(name, ""),
+                "description": self.descriptions.get(name, ""),
                 "schema": {"type": "integer", "minimum": 1},
             }
             for name in names
         ]
+
+    descriptions = {
+        "page": "Page number, from 1. A page past the last returns an empty list.",
+        "per_page": f"Items per page (default {settings.PAGE_SIZE_DEFAULT}, larger values are capped at "
+        f"{settings.PAGE_SIZE_MAX}).",
+        "limit": "Shorthand for `per_page`; `per_page` wins when both are given.",
+    }
+
+
+class CursorPagePagination(PagePagination):
+    """PagePagination plus a cursor, for full syncs of long lists ordered by id (ascending).
+
+    `meta.next_cursor` names the position after the page's last item, or is null when nothing
+    follows. Given as `?cursor=`, it returns the next `per_page` items after that position, read
+    through the index from there (`id > position`), so a page costs the same at any depth, and a
+    sync sees no item twice and misses none that existed when it started, whatever is added or
+    deleted meanwhile. The cursor is signed (SECRET_KEY) and names the list it belongs to (the
+    `list_key` of the view: its channel and filters): a cursor altered, or given to another list,
+    is a 400. A cursor response has no `page` and `pages`; `page` and `cursor` together are a 400.
+    """
+
+    cursor_param = "cursor"
+    signer = signing.Signer(salt="cps.pagination.cursor")
+
+    def paginate_queryset(
+        self, queryset, request, view=None, count: int | None = None, *, list_key: str = "", id_of: Callable
+    ):
+        """`list_key` names the list (a cursor of another list is refused); `id_of(item)` is the id
+        of one of the returned items."""
+        params = request.query_params
+        raw = params.get(self.cursor_param, "")
+        self.list_digest = hashlib.sha256(list_key.encode()).hexdigest()[:16]
+        self.next_cursor = None
+        if not raw:
+            page = super().paginate_queryset(queryset, request, view, count)
+            if page and self.offset + len(page) < self.count:
+                self.next_cursor = self.cursor_after(id_of(page[-1]))
+            return page
+        if params.get("page", "") != "":
+            raise _invalid("cursor", "Give either 'page' or 'cursor', not both.", "cursor_with_page")
+        after = self.position(raw)
+        self.page = None
+        self.per_page = self.page_size(params)
+        self.count = queryset.count() if count is None else count
+        rows = list(queryset.filter(pk__gt=after)[: self.per_page + 1])
+        page = rows[: self.per_page]
+        if len(rows) > self.per_page:
+            self.next_cursor = self.cursor_after(id_of(page[-1]))
+        return page
+
+    def cursor_after(self, item_id: int) -> str:
+        return self.signer.sign_object([self.list_digest, item_id])
+
+    def position(self, raw: str) -> int:
+        try:
+            digest, after = self.signer.unsign_object(raw)
+        except (signing.BadSignature, ValueError, TypeError):
+            raise _invalid(
+                "cursor", "This cursor is not one this API gave (altered or cut short).", "invalid_cursor"
+            ) from None
+        if digest != self.list_digest:
+            raise _invalid(
+                "cursor",
+                "This cursor belongs to another list (another channel, or other filters): "
+                "follow each list's own meta.next_cursor.",
+                "foreign_cursor",
+            )
+        return after
+
+    def get_meta(self) -> dict:
+        if self.page is None:
+            return {"count": self.count, "per_page": self.per_page, "next_cursor": self.next_cursor}
+        return {**super().get_meta(), "next_cursor": self.next_cursor}
+
+    NEXT_CURSOR = {
+        "type": "string",
+        "nullable": True,
+        "description": "Opaque: pass it back as `cursor` for the items after this page; null when none follow.",
+    }
+
+    def meta_schema(self) -> dict:
+        page_meta = super().meta_schema()
+        page_meta["properties"]["next_cursor"] = self.NEXT_CURSOR
+        page_meta["required"].append("next_cursor")
+        page_meta["description"] = "Without `cursor`: the page."
+        cursor_meta = _object_schema(
+            {
+                "count": {"type": "integer", "minimum": 0},
+                "per_page": {"type": "integer", "minimum": 1},
+                "next_cursor": self.NEXT_CURSOR,
+            },
+            "With `cursor`: no page number.",
+        )
+        return {"anyOf": [page_meta, cursor_meta]}
+
+    def get_schema_operation_parameters(self, view) -> list[dict]:
+        cursor = {
+            "name": self.cursor_param,
+            "in": "query",
+            "required": False,
+            "description": "The `meta.next_cursor` of the previous page of this same list (same channel and "
+            "filters), for a full sync: the page after it, at the same cost at any depth. Not with `page`. A "
+            "cursor altered, or of another list, is a 400 `VALIDATION_ERROR` on field `cursor`.",
+            "schema": {"type": "string"},
+        }
+        return [*super().get_schema_operation_parameters(view), cursor]

@@ -47,13 +47,6 @@ class ChannelAdmin(admin.ModelAdmin):
     list_select_related = ("account", "team")
     readonly_fields = ("posts_count", "created_at", "updated_at")
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).with_posts_count()
-
-    @admin.display(description="posts", ordering="posts_count")
-    def posts_count(self, obj: Channel) -> int:
-        return obj.posts_count
-
     def get_readonly_fields(self, request, obj=None):
         fields = list(self.readonly_fields)
         if obj:

@@ -29,7 +29,7 @@ class ChannelListView(APIView):
         tags=["channels"],
     )
     def get(self, request):
-        channels = Channel.objects.of_account(request.auth.account_id).with_posts_count().order_by("id")
+        channels = Channel.objects.of_account(request.auth.account_id).listed().order_by("id")
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(channels, request, view=self)
         return paginator.get_paginated_response(ChannelSerializer(page, many=True).data)
@@ -49,5 +49,5 @@ class ChannelDetailView(APIView):
         return representations.serve(request, lambda: channel_version(id), lambda: self.computed(request, id))
 
     def computed(self, request, id: int):
-        channel = channel_get(account_id=request.auth.account_id, channel_id=id, with_posts_count=True)
+        channel = channel_get(account_id=request.auth.account_id, channel_id=id, listed=True)
         return Response({"data": ChannelDetailSerializer(channel).data})

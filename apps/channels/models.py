@@ -1,10 +1,7 @@
 import secrets
 
-from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.db import models
-
-from apps.core.counts import count_of
 
 
 class Platform(models.TextChoices):
@@ -41,13 +38,9 @@ class ChannelQuerySet(models.QuerySet):
     def of_account(self, account_id: int) -> "ChannelQuerySet":
         return self.filter(account_id=account_id)
 
-    def with_posts_count(self) -> "ChannelQuerySet":
-        """The list form: team joined, `posts_count` computed in the same query.
-
-        A correlated subquery rather than COUNT over a join: the database counts only the
-        channels of the page it returns, through the (channel, id) index of posts.
-        """
-        return self.select_related("team").annotate(posts_count=count_of(apps.get_model("posts", "Post"), "channel"))
+    def listed(self) -> "ChannelQuerySet":
+        """The list form: with its team (`posts_count` is a column of the row)."""
+        return self.select_related("team")
 
 
 class Channel(models.Model):
@@ -67,6 +60,12 @@ class Channel(models.Model):
     # whatever the path (services, admin, bulk SQL, cascades); whatever value Django writes here is
     # replaced. Cached representations are stored under it (apps.api.representations).
     version = models.BigIntegerField(default=new_version, editable=False)
+    # The number of the channel's posts, kept by the database's triggers (migration channels 0003)
+    # in the transaction of every insert, delete or move of posts, whatever the path: one UPDATE
+    # that adds each statement's change to the stored number (`posts_count + n`, as an F()
+    # expression would), never a number read earlier and written back. Reads never count; the
+    # `recount_posts` command finds and mends drift. `db_default`: rows inserted by raw SQL too.
+    posts_count = models.IntegerField("posts", default=0, db_default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -78,6 +77,14 @@ class Channel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.title} ({self.platform})"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            # A channel saved after it was read (the admin's form) would otherwise write back the
+            # posts_count it read, undoing the posts created or deleted in between.
+            fields = self._meta.concrete_fields
+            kwargs["update_fields"] = [f.name for f in fields if not f.primary_key and f.name != "posts_count"]
+        super().save(*args, **kwargs)
 
     @property
     def publishes_externally(self) -> bool:

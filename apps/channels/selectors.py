@@ -6,12 +6,10 @@ from apps.core.prepared import PreparedLookup
 
 CHANNEL_NOT_FOUND = "Resource not found."
 
-# Every read of a channel's posts starts with this lookup. With its count subquery the ORM spent
-# several times longer compiling the query than the database spent running it; compiled once per
-# process instead. The account is checked on the row, so the one parameter is the channel's id.
-_listed_by_id = PreparedLookup(
-    Channel, "id", (1, 2), lambda pk: Channel.objects.with_posts_count().filter(pk=pk).order_by()[:1]
-)
+# Every read of a channel's posts starts with this lookup. The ORM spent several times longer
+# compiling the query than the database spent running it; compiled once per process instead. The
+# account is checked on the row, so the one parameter is the channel's id.
+_listed_by_id = PreparedLookup(Channel, "id", (1, 2), lambda pk: Channel.objects.listed().filter(pk=pk).order_by()[:1])
 
 # The first read of a cached representation (apps.api.representations): no count, no team.
 _version_by_id = PreparedLookup(
@@ -25,11 +23,10 @@ def channel_version(channel_id: int) -> tuple[int, int] | None:
     return None if channel is None else (channel.account_id, channel.version)
 
 
-def channel_get(*, account_id: int, channel_id: int, with_posts_count: bool = False) -> Channel:
+def channel_get(*, account_id: int, channel_id: int, listed: bool = False) -> Channel:
     """The account's channel, or 404 `not_found`. Another account's channel is "not found" too,
-    so a key never learns that it exists. `with_posts_count`: in the list form, with its team and
-    `posts_count`."""
-    channel = _listed_by_id.first(channel_id) if with_posts_count else Channel.objects.filter(pk=channel_id).first()
+    so a key never learns that it exists. `listed`: in the list form, with its team."""
+    channel = _listed_by_id.first(channel_id) if listed else Channel.objects.filter(pk=channel_id).first()
     if channel is not None and channel.account_id != account_id:
         channel = None
     if channel is None:

@@ -1,3 +1,6 @@
+from datetime import UTC, datetime
+from operator import itemgetter
+
 from django.db.models import prefetch_related_objects
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -6,7 +9,7 @@ from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
 from apps.api import representations
-from apps.api.pagination import PagePagination
+from apps.api.pagination import CursorPagePagination
 from apps.api.request_fields import StrictCharField, StrictSerializer
 from apps.api.schema import common_errors, error
 from apps.channels.selectors import channel_get, channel_version
@@ -95,9 +98,20 @@ class PostFilterSerializer(serializers.Serializer):
         return serializer.validated_data
 
 
+def _list_key(channel_id: int, filters: dict) -> str:
+    """Names the list a cursor belongs to: the channel and the filters, written one way whatever
+    way the query wrote them (status order, time zone of `updated_since`)."""
+    canonical = {
+        name: sorted(value) if isinstance(value, list) else value.astimezone(UTC).isoformat()
+        if isinstance(value, datetime) else value
+        for name, value in filters.items()
+    }  # fmt: skip
+    return f"channel-posts:{channel_id}:{sorted(canonical.items())!r}"
+
+
 class ChannelPostListView(APIView):
     required_scope = Scope.READ_POSTS
-    pagination_class = PagePagination
+    pagination_class = CursorPagePagination
 
     @extend_schema(
         operation_id="channel_posts_list",
@@ -108,7 +122,14 @@ class ChannelPostListView(APIView):
             "**Filters (an extension of the spec):** `publication_status` (comma separated), `tag` (exact name), "
             "`updated_since` (ISO 8601, inclusive). `meta.count` counts the posts that match the filters; "
             "without filters that is every post of the channel. A bad filter value answers 400 "
-            "`VALIDATION_ERROR`, checked before the channel is looked up."
+            "`VALIDATION_ERROR`, checked before the channel is looked up.\n\n"
+            "**Cursor (an extension of the spec), for full syncs:** every page's `meta.next_cursor` (null on the "
+            "last page) passed back as `cursor` returns the next `per_page` posts, with the same filters. A page "
+            "reached by cursor costs the same at any depth, where `page=N` costs more the deeper it is; a sync "
+            "by cursor sees no post twice and gets posts added meanwhile at its end. Its `meta` is `count`, "
+            "`per_page` and `next_cursor` (no page number). A cursor that was altered, or that another list "
+            "(another channel, other filters) gave, answers 400 `VALIDATION_ERROR` on field `cursor`, as does "
+            "`cursor` with `page`."
         ),
         parameters=[
             PostFilterSerializer,
@@ -131,15 +152,18 @@ class ChannelPostListView(APIView):
 
     def computed(self, request, channel_id: int):
         filters = PostFilterSerializer.from_query(request.query_params)
-        channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, with_posts_count=True)
+        channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, listed=True)
         posts = filter_posts(Post.objects.filter(channel_id=channel.pk), **filters).order_by("id")
         paginator = self.pagination_class()
+        columns = own_columns(PostListItemSerializer)
         page = paginator.paginate_queryset(
-            posts.values_list(*own_columns(PostListItemSerializer)),
+            posts.values_list(*columns),
             request,
             view=self,
-            # Unfiltered, the page counts every post of the channel: the channel's lookup did.
+            # Unfiltered, the page counts every post of the channel: the channel's stored number.
             count=None if filters else channel.posts_count,
+            list_key=_list_key(channel.pk, filters),
+            id_of=itemgetter(columns.index("id")),
         )
         rows = rows_with_channel(PostListItemSerializer, page, channel)
         return paginator.get_paginated_response(PostListItemSerializer(rows, many=True).data)
@@ -164,7 +188,7 @@ class ChannelPostDetailView(APIView):
         )
 
     def computed(self, request, channel_id: int, id: int):
-        channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, with_posts_count=True)
+        channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, listed=True)
         post = _post_detail(Post.objects.filter(channel_id=channel.pk, pk=id), {channel.pk: channel})
         return Response({"data": post})
 

@@ -97,7 +97,7 @@ def post_rows(
     channels = {} if channels is None else channels
     missing = {channel_id for channel_id, *_ in values} - channels.keys()
     if missing:
-        channels.update(Channel.objects.with_posts_count().select_related("account").in_bulk(missing))
+        channels.update(Channel.objects.listed().select_related("account").in_bulk(missing))
     id_position = 1 + columns.index("id")
     ids = [row[id_position] for row in values]
     # In the orders the single-post form uses: tags by name, media by position.

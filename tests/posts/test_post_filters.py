@@ -43,7 +43,7 @@ def test_filter_by_several_statuses_comma_separated(authed, channel, one_per_sta
 
 def test_meta_count_counts_the_filtered_posts_and_posts_count_stays_the_channel_total(authed, channel, one_per_status):
     body = authed.get(f"/v1/channels/{channel.id}/posts?publication_status=draft,published").json()
-    assert body["meta"] == {"page": 1, "pages": 1, "count": 2, "per_page": 20}
+    assert body["meta"] == {"page": 1, "pages": 1, "count": 2, "per_page": 20, "next_cursor": None}
     assert {item["channel"]["posts_count"] for item in body["data"]} == {4}
 
 
@@ -148,4 +148,4 @@ def test_filters_paginate_the_filtered_set(authed, channel):
     PostFactory.create_batch(5, channel=channel, publication_status="published")
     body = authed.get(f"/v1/channels/{channel.id}/posts?publication_status=draft&limit=2&page=3").json()
     assert [item["id"] for item in body["data"]] == [drafts[4].id]
-    assert body["meta"] == {"page": 3, "pages": 3, "count": 5, "per_page": 2}
+    assert body["meta"] == {"page": 3, "pages": 3, "count": 5, "per_page": 2, "next_cursor": None}

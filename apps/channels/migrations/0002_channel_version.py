@@ -156,13 +156,15 @@ def _trigger_name(statement: str) -> str:
 SQLITE_DROP = [f"DROP TRIGGER {_trigger_name(statement)}" for statement in SQLITE_CREATE]
 
 
-def around_sqlite_table_change(table: str, operations: list) -> list:
+def around_sqlite_table_change(table: str, operations: list, triggers: list[str] = SQLITE_CREATE) -> list:
     """`operations` of a later migration that alter `table`, wrapped for SQLite: Django alters a
     SQLite table by copying it into a new one and renaming that, which drops the old table's
-    triggers and fails while any trigger names the table. So the triggers that name it are dropped
-    before and created again after (PostgreSQL keeps them; nothing is done there)."""
+    triggers and fails while any trigger names the table. So the triggers that name it (of the
+    CREATE TRIGGER statements `triggers`) are dropped before and created again after (PostgreSQL
+    keeps them; nothing is done there). Later migrations take the wrapper of the latest migration
+    that adds triggers (posts 0004), which knows them all."""
     names = re.compile(rf"\b{table}\b")
-    statements = [statement for statement in SQLITE_CREATE if names.search(statement)]
+    statements = [statement for statement in triggers if names.search(statement)]
 
     def create(apps, schema_editor):
         if schema_editor.connection.vendor == "sqlite":
