@@ -61,7 +61,7 @@ def _unauthorized() -> JsonResponse:
 def _channel(account_id: int, channel_id: int) -> dict | None:
     """The channel's list form; its `posts_count` also counts the unfiltered posts list."""
     row = (
-        Channel.objects.with_posts_count()
+        Channel.objects.select_related("team")
         .filter(pk=channel_id)
         .values("id", "account_id", "title", "platform", "team_id", "team__name", "posts_count")
         .first()

@@ -1,5 +1,6 @@
-"""`make bench`: the API, webhook and content plan benchmarks, each against its floor, and webhook
-isolation (a healthy endpoint's deliveries with and without hostile ones, bench/isolation.py).
+"""`make bench`: the API, webhook and content plan benchmarks, each against its floor, webhook
+isolation (a healthy endpoint's deliveries with and without hostile ones, bench/isolation.py) and
+reads at scale (one channel of up to 1,000,000 posts, bench/scale.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
@@ -7,7 +8,7 @@ gunicorn, a Celery worker and webhook receivers on ports 8400-8499 and stops the
 process groups) whatever happens. Prints the results table and writes it to bench/RESULTS.md.
 Logs of the started processes are in bench/.work/.
 
-    python bench/run.py [--only api,webhooks,plan,isolation] [--duration 20]
+    python bench/run.py [--only api,webhooks,plan,isolation,scale] [--duration 20] [--scale-sizes 1000,20000]
 """
 
 import argparse
@@ -67,7 +68,7 @@ LIST_POSTS = 1000
 WEBHOOK_EVENTS = 10_000
 WEBHOOK_BATCH = 500
 PLAN_SIZES = (10_000, 100_000)
-PARTS = ("api", "webhooks", "plan", "isolation")
+PARTS = ("api", "webhooks", "plan", "isolation", "scale")
 
 ENV = {
     "DATABASE_URL": f"{PG_SERVER}/{DB_NAME}",
@@ -277,8 +278,8 @@ def insert_posts(channel_ids: list[int], n: int, *, status: str, scheduled: bool
         """,
         [channel_ids],
     )
-    # As autovacuum leaves a table in use: statistics fresh, the visibility map set (so counting a
-    # channel's posts is an index-only scan).
+    # As autovacuum leaves a table in use: statistics fresh, the visibility map set (so index-only
+    # scans of posts, such as a deep page's ids, read no table pages).
     for table in ("posts_post", "posts_post_tags", "posts_media"):
         sql(f"vacuum analyze {table}")
 
@@ -628,10 +629,7 @@ insert into posts_apipublication (post_id, created_at, confirmed_at, external_id
 select id, %(now)s, null, null, null from moved where platform = 'api'
 on conflict (post_id) do update set confirmed_at = null, external_id = null, external_url = null;
 
-with counts as (
-    select channel_id, count(*) as n from posts_post
-    where channel_id in (select distinct channel_id from moved) group by channel_id
-), events as (
+with events as (
     insert into webhooks_event (account_id, kind, post_id, created_at, body)
     select m.account_id, k.kind, p.id, %(now)s, json_build_object(
         'event', k.kind,
@@ -645,7 +643,7 @@ with counts as (
             'channel', json_build_object(
                 'id', c.id, 'title', c.title, 'platform', c.platform,
                 'team', case when t.id is null then null else json_build_object('id', t.id, 'name', t.name) end,
-                'posts_count', counts.n),
+                'posts_count', c.posts_count),
             'body', p.body,
             'published_at', to_char(p.published_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
             'meta_title', p.meta_title, 'meta_description', p.meta_description,
@@ -663,7 +661,6 @@ with counts as (
     join channels_channel c on c.id = m.channel_id
     left join channels_team t on t.id = c.team_id
     join accounts_account a on a.id = m.account_id
-    join counts on counts.channel_id = m.channel_id
     cross join lateral (select case when m.platform = 'api' then 'post.publishing_pending'
                                     else 'post.published' end as kind) k
     returning id, account_id, kind
@@ -867,7 +864,9 @@ def api_notes(api: dict) -> list[str]:
     return [*lines, ""]
 
 
-def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None, isolation: dict | None) -> str:
+def report(
+    info: dict, api: dict | None, hooks: dict | None, plan: dict | None, isolation: dict | None, scale: dict | None
+) -> str:
     lines = [
         "# Benchmark results",
         "",
@@ -969,6 +968,10 @@ def report(info: dict, api: dict | None, hooks: dict | None, plan: dict | None, 
         ]
     if isolation:
         lines += isolation_section(isolation)
+    if scale:
+        from bench.scale import scale_section
+
+        lines += scale_section(scale)
     return "\n".join(lines)
 
 
@@ -1039,6 +1042,11 @@ def main() -> int:
     parser.add_argument("--only", default=",".join(PARTS))
     parser.add_argument("--duration", type=int, default=20, help="seconds of load per API endpoint (and floor)")
     parser.add_argument("--webhook-events", type=int, default=WEBHOOK_EVENTS)
+    parser.add_argument(
+        "--scale-sizes",
+        type=lambda text: tuple(int(n) for n in text.split(",")),
+        help="posts in the channel at each step of the scale part, e.g. 1000,20000 (default 1000,100000,1000000)",
+    )
     args = parser.parse_args()
     parts = set(args.only.split(","))
     WORK.mkdir(parents=True, exist_ok=True)
@@ -1050,7 +1058,7 @@ def main() -> int:
     flush_redis()
     setup_django()
     info = machine()
-    api = hooks = plan = isolation = None
+    api = hooks = plan = isolation = scale = None
     try:
         if "api" in parts:
             print("bench: API throughput", flush=True)
@@ -1066,10 +1074,15 @@ def main() -> int:
             from bench.isolation import bench_isolation
 
             isolation = bench_isolation()
+        if "scale" in parts:
+            print("bench: reads at scale", flush=True)
+            from bench.scale import bench_scale
+
+            scale = bench_scale(args.scale_sizes) if args.scale_sizes else bench_scale()
     finally:
         Process.stop_all()
         flush_redis()
-    text = report(info, api, hooks, plan, isolation)
+    text = report(info, api, hooks, plan, isolation, scale)
     text += f"\nThe whole benchmark took {math.ceil(time.monotonic() - started)} s.\n"
     print("\n" + text)
     if parts == set(PARTS):

@@ -32,12 +32,23 @@ def _object_schema(properties: dict, description: str = "") -> dict:
     return {**schema, "description": description} if description else schema
 
 
-def _page_of(queryset, offset: int, size: int) -> list:
-    """The rows `offset` to `offset + size` of the queryset, in its order. Their keys are picked
-    first by a subquery that reads only keys (for a list ordered by id with an index on its filter
-    and id, an index-only scan); only the page's rows are then read whole. With OFFSET on the whole
-    rows, a deep page read every row before it from the table."""
-    keys = queryset.values("pk")[offset : offset + size]
+def _page_of(queryset, offset: int, size: int, count: int) -> list:
+    """The rows `offset` to `offset + size` of the queryset (of `count` rows), in its order.
+
+    Their keys are picked first by a subquery that reads only keys (for a list ordered by id with
+    an index on its filter and id, an index-only scan); only the page's rows are then read whole.
+    With OFFSET on the whole rows, a deep page read every row before it from the table. Skipping
+    index entries still costs per entry, so a page nearer the end than the start is counted from
+    the end, in the index's reverse order: the last pages (a list ordered oldest first ends with
+    the newest items) cost what the first do, and the middle is the deepest a page gets. `count` is
+    read before this query, so a row created or deleted in the instant between the two shifts such
+    a page by one, as a deletion shifts the later pages of any page-numbered list.
+    """
+    from_end = count - offset - size
+    if from_end < offset:
+        keys = queryset.reverse().values("pk")[max(from_end, 0) : count - offset]
+    else:
+        keys = queryset.values("pk")[offset : offset + size]
     return list(queryset.filter(pk__in=keys))
 
 
@@ -63,7 +74,7 @@ class PagePagination(BasePagination):
         if self.offset >= self.count:
             # Also keeps absurd page numbers away from SQL's 64-bit OFFSET.
             return []
-        return _page_of(queryset, self.offset, self.per_page)
+        return _page_of(queryset, self.offset, self.per_page, self.count)
 
     def page_size(self, params) -> int:
         per_page = settings.PAGE_SIZE_DEFAULT

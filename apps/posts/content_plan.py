@@ -109,8 +109,8 @@ def content_plan_run(*, now: datetime | None = None, batch_size: int = BATCH_SIZ
     result = ContentPlanResult()
     with _collector_spared():
         position = None
-        # Each channel (with its posts_count, which the run does not change) is read once per run:
-        # counting a large channel's posts again for every batch cost more than the rest of the run.
+        # Each channel (with its team, account and stored posts_count, which moving posts does not
+        # change) is read once per run, not once per batch.
         channels: dict = {}
         while True:
             pending, published, position = _move_batch(

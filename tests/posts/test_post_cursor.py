@@ -156,12 +156,12 @@ def _queries_of(authed, path: str) -> list[str]:
 
 def test_deep_and_cursor_pages_run_as_many_queries_in_a_large_channel_as_in_a_small_one(authed, api_key):
     small, large = ChannelFactory(account=api_key.account), ChannelFactory(account=api_key.account)
-    PostFactory.create_batch(6, channel=small)
+    PostFactory.create_batch(8, channel=small)
     Post.objects.bulk_create([Post(channel=large, title=f"P{i}", slug=f"p-{i}") for i in range(300)])
     counts = {}
-    for channel, last in ((small, 3), (large, 150)):
-        cursor = authed.get(posts_path(channel, f"per_page=2&page={last - 1}")).json()["meta"]["next_cursor"]
-        deep = _queries_of(authed, posts_path(channel, f"per_page=2&page={last}"))
+    for channel, middle in ((small, 2), (large, 75)):
+        cursor = authed.get(posts_path(channel, f"per_page=2&page={middle - 1}")).json()["meta"]["next_cursor"]
+        deep = _queries_of(authed, posts_path(channel, f"per_page=2&page={middle}"))
         by_cursor = _queries_of(authed, posts_path(channel, f"per_page=2&cursor={cursor}"))
         counts[channel.pk] = (len(deep), len(by_cursor))
         # The page's ids come from a subquery on ids; only those rows are read whole.
@@ -170,6 +170,26 @@ def test_deep_and_cursor_pages_run_as_many_queries_in_a_large_channel_as_in_a_sm
         [cursor_query] = [sql for sql in by_cursor if 'FROM "posts_post"' in sql]
         assert "OFFSET" not in cursor_query
     assert counts[small.pk] == counts[large.pk]
+
+
+def test_the_last_page_is_read_from_the_end_of_the_index_without_skipping(authed, channel):
+    Post.objects.bulk_create([Post(channel=channel, title=f"P{i}", slug=f"p-{i}") for i in range(300)])
+    [page_query] = [
+        sql for sql in _queries_of(authed, posts_path(channel, "per_page=7&page=43")) if "posts_post" in sql
+    ]
+    assert 'ORDER BY U0."id" DESC LIMIT 6' in page_query and "OFFSET" not in page_query
+
+
+@pytest.mark.parametrize("query", ["", "publication_status=published&"])
+def test_every_page_holds_its_slice_of_the_list_whichever_end_it_is_read_from(authed, channel, query):
+    PostFactory.create_batch(4, channel=channel, publication_status="draft")
+    posts = [post.pk for post in PostFactory.create_batch(23, channel=channel, publication_status="published")]
+    expected = posts if query else sorted(Post.objects.filter(channel=channel).values_list("pk", flat=True))
+    for per_page in (1, 2, 5, 7, 11, 12, 26, 27, 100):
+        pages = -(-len(expected) // per_page)
+        for page in range(1, pages + 2):
+            body = authed.get(posts_path(channel, f"{query}per_page={per_page}&page={page}")).json()
+            assert ids(body) == expected[(page - 1) * per_page : page * per_page], (per_page, page)
 
 
 def test_the_schema_documents_the_cursor(authed):

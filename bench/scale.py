@@ -1,0 +1,411 @@
+"""Part 5 of `make bench`: reads and the content plan as one channel grows (issue 19).
+
+One channel of one account grows to each size in turn (raw SQL, as autovacuum would leave it:
+vacuumed and analyzed). At each size, through Django's test client in this process (the whole
+middleware stack and the views, real PostgreSQL, the representation cache off so every request is
+computed), five reads taking turns: the channel's detail, the first page of its posts, the middle
+page (the deepest there is: later pages are counted from the end of the index), the same page
+reached with the cursor of the page before it, and the last page. Then
+10,000 due posts are added to the channel, moved by one content plan run in a process of its own
+(bench/content_plan_child.py) and deleted again, for the plan's cost per post beside N others.
+What matters is how each figure grows from the smallest size to the largest.
+"""
+
+import json
+import math
+import re
+import statistics
+import subprocess
+import time
+import tracemalloc
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
+
+from bench.run import ANALYZE, PYTHON, ROOT, child_env, flush_redis, make_account, sql, verdict
+
+SIZES = (1_000, 100_000, 1_000_000)
+PER_PAGE = 20
+DUE_POSTS = 10_000
+WARMUP_ROUNDS = 10
+# Rounds of the five reads at each size, stopped early (after at least MIN_ROUNDS) once a size has
+# been measured for READ_SECONDS, so slow reads cannot stretch the part past a few minutes.
+ROUNDS, MIN_ROUNDS, READ_SECONDS = 200, 30, 60
+# (key, label, target: the most the largest size's figure may be of the smallest's)
+READS = (
+    ("detail", "channel detail `GET /v1/channels/{id}`", 1.5),
+    ("page1", "posts page 1 `?per_page=20`", 1.5),
+    ("deep", "deep page, the middle one `?page=<pages/2>&per_page=20`", 3),
+    ("cursor", "cursor page at the same depth `?cursor=<c>&per_page=20`", 1.5),
+    ("last", "last page `?page=<last>&per_page=20`", 3),
+)
+PLAN_TARGET = 1.5
+# As part 3 judges it: the largest size's peak within a quarter of the smallest's.
+FLAT = 1.25
+# What a growth or a due batch writes, as autovacuum leaves a table in use: the visibility map set
+# (index-only scans see it), statistics fresh.
+VACUUM = ("posts_post", "posts_post_tags", "posts_media", "posts_apipublication", "webhooks_event", "webhooks_delivery")
+# A reference to posts_post itself, not to posts_post_tags and the like.
+POSTS_TABLE = re.compile(r"\bposts_post\b")
+
+
+def bench_scale(sizes=SIZES) -> dict:
+    from django.test import Client, override_settings
+
+    sizes = sorted(sizes)
+    if sizes[0] <= PER_PAGE:
+        raise ValueError(f"the scale part needs more than {PER_PAGE} posts at each size (a page before the last)")
+    started = time.monotonic()
+    seed = _seed()
+    client = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {seed['key']}")
+    client.get("/v1/me")  # records the key's last use, which is then not written again for a minute
+    result = {"sizes": sizes, "reads": {}, "rounds": {}, "plan": {}, "grow_seconds": {}, "explain": {}}
+    size_now = 0
+    for size in sizes:
+        grow_started = time.monotonic()
+        _grow(seed["channel"], size_now, size)
+        size_now = size
+        result["grow_seconds"][size] = time.monotonic() - grow_started
+        with override_settings(API_CACHE_SECONDS=0):
+            paths = _read_paths(client, seed["channel"], size)
+            figures, result["rounds"][size] = _time_reads(client, paths)
+            for key, path in paths.items():
+                figures[key] |= _footprint(client, path)
+            if size == sizes[-1]:
+                result["explain"] = {key: _explain(client, paths[key]) for key in ("deep", "cursor", "last")}
+        result["reads"][size] = figures
+        result.setdefault("recount_ms", {})[size] = _recount_ms(seed["channel"], size)
+        result["plan"][size] = _plan_per_post(seed)
+        print(
+            f"  {size:,} posts: "
+            + ", ".join(f"{key} {figures[key]['median_ms']:.2f} ms" for key, _, _ in READS)
+            + f", content plan {result['plan'][size]['us_per_post']:.0f} µs/post "
+            f"({result['rounds'][size]} rounds; growing took {result['grow_seconds'][size]:.0f} s)",
+            flush=True,
+        )
+    result["seconds"] = time.monotonic() - started
+    return result
+
+
+def _seed() -> dict:
+    from apps.accounts.models import Scope
+    from apps.accounts.services import api_key_create
+    from apps.channels.models import Channel, Team
+    from apps.posts.models import Tag
+    from apps.users.models import Role, User
+    from apps.webhooks.models import WebhookEndpoint
+
+    account = make_account("Scale bench")
+    user = User.objects.create(account=account, email="scale@bench.example.com", name="Scale Reader", role=Role.EDITOR)
+    _, key = api_key_create(
+        account=account, user=user, name="scale", scopes=[Scope.READ_CHANNELS, Scope.READ_POSTS],
+        expires_at=datetime.now(UTC) + timedelta(days=30),
+    )  # fmt: skip
+    team = Team.objects.create(account=account, name="Editorial")
+    channel = Channel.objects.create(account=account, team=team, title="Partner feed", platform="api")
+    tags = [Tag.objects.create(account=account, name=name).pk for name in ("launch", "weekly")]
+    # The content plan writes every moved post's event and delivery, as in production; nothing
+    # delivers them here (no worker), they are deleted after each run.
+    WebhookEndpoint.objects.create(account=account, url="http://127.0.0.1:8499/hook")
+    return {"account": account.pk, "channel": channel.pk, "tags": tags, "key": key}
+
+
+def _grow(channel_id: int, start: int, stop: int) -> None:
+    """Posts `start + 1` to `stop` of the channel, published. The list form has no tags or media,
+    so these posts have none; the body is a paragraph of Markdown, as a post's row would hold."""
+    sql(
+        """
+        insert into posts_post (title, body, teaser, slug, publication_status, published_at, created_at,
+                                updated_at, channel_id)
+        select 'Post number ' || g, repeat('Some **Markdown** body text of the post. ', 10), 'Teaser of post ' || g,
+               'post-' || g, 'published', now() - interval '1 day', now() - interval '2 days',
+               now() - interval '1 day', %s
+        from generate_series(%s, %s) g
+        """,
+        [channel_id, start + 1, stop],
+    )
+    for table in VACUUM:
+        sql(f"vacuum analyze {table}")
+
+
+# --- the reads ----------------------------------------------------------------------------------
+
+
+def _get(client, path: str) -> dict:
+    """The response's JSON, after checking it is a 200 with something in it."""
+    response = client.get(path)
+    if response.status_code != 200:
+        raise RuntimeError(f"{path} answered {response.status_code}: {response.content[:500]!r}")
+    body = json.loads(response.content)
+    if not body.get("data"):
+        raise RuntimeError(f"{path} answered no data: {response.content[:500]!r}")
+    return body
+
+
+def _ids(body: dict) -> list[int]:
+    return [post["id"] for post in body["data"]]
+
+
+def _read_paths(client, channel_id: int, size: int) -> dict[str, str]:
+    """The five reads' paths at this size, each checked once: the channel counts every post, the
+    cursor of the page before the middle one leads to the middle page's posts, the last page ends
+    with the channel's last post."""
+    posts = f"/v1/channels/{channel_id}/posts"
+    paths = {"detail": f"/v1/channels/{channel_id}", "page1": f"{posts}?per_page={PER_PAGE}"}
+    counted = _get(client, paths["detail"])["data"]["posts_count"]
+    meta = _get(client, paths["page1"])["meta"]
+    if counted != size or meta["count"] != size:
+        raise RuntimeError(f"a channel of {size:,} posts: posts_count {counted:,}, posts list count {meta['count']:,}")
+    # Pages past the middle are counted from the end of the index: the middle is the deepest.
+    last = meta["pages"]
+    middle = (last + 1) // 2
+    paths["deep"] = f"{posts}?page={middle}&per_page={PER_PAGE}"
+    before = f"{posts}?page={middle - 1}&per_page={PER_PAGE}"
+    before_meta = _get(client, before)["meta"]
+    if "next_cursor" not in before_meta:
+        raise RuntimeError(
+            f"{before}: meta has no next_cursor ({sorted(before_meta)}): the posts list has no cursor in this code "
+            "(issue 19), so the cursor page cannot be measured"
+        )
+    cursor = before_meta["next_cursor"]
+    if not cursor:
+        raise RuntimeError(f"{before}: meta.next_cursor is {cursor!r} although page {middle} follows")
+    # Opaque: it may hold characters a query string must escape.
+    paths["cursor"] = f"{posts}?{urlencode({'cursor': cursor, 'per_page': PER_PAGE})}"
+    paths["last"] = f"{posts}?page={last}&per_page={PER_PAGE}"
+    deep, by_cursor = _ids(_get(client, paths["deep"])), _ids(_get(client, paths["cursor"]))
+    if deep != by_cursor:
+        raise RuntimeError(f"the middle page and the cursor page differ: {deep} against {by_cursor}")
+    [(last_id,)] = sql("select max(id) from posts_post where channel_id = %s", [channel_id])
+    if _ids(_get(client, paths["last"]))[-1] != last_id:
+        raise RuntimeError(f"the last page does not end with the channel's last post {last_id}")
+    return paths
+
+
+def _time_reads(client, paths: dict[str, str]) -> tuple[dict, int]:
+    """Median and p90 of each read (ms), the reads taking turns so that whatever else the machine
+    does weighs on all alike; and the number of rounds."""
+    for _ in range(WARMUP_ROUNDS):
+        for path in paths.values():
+            client.get(path)
+    times: dict[str, list[float]] = {key: [] for key in paths}
+    rounds, started = 0, time.monotonic()
+    while rounds < ROUNDS and (rounds < MIN_ROUNDS or time.monotonic() - started < READ_SECONDS):
+        for key, path in paths.items():
+            before = time.perf_counter()
+            response = client.get(path)
+            times[key].append((time.perf_counter() - before) * 1000)
+            if response.status_code != 200:
+                raise RuntimeError(f"{path} answered {response.status_code}: {response.content[:500]!r}")
+        rounds += 1
+    figures = {
+        key: {"median_ms": statistics.median(values), "p90_ms": _percentile(values, 90)}
+        for key, values in times.items()
+    }
+    return figures, rounds
+
+
+def _percentile(values: list[float], percent: float) -> float:
+    """Nearest rank."""
+    return sorted(values)[max(1, math.ceil(len(values) * percent / 100)) - 1]
+
+
+def _footprint(client, path: str) -> dict:
+    """Queries of one request and the peak of Python memory it allocated, each in a request of
+    its own (tracing memory slows a request down many times; neither is timed)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        client.get(path)
+    # Counted now: the next request's start empties the connection's query log the count reads.
+    count = len(queries)
+    tracemalloc.start()
+    try:
+        client.get(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return {"queries": count, "peak_kib": peak / 1024}
+
+
+def _explain(client, path: str) -> list[dict]:
+    """EXPLAIN (ANALYZE, BUFFERS) of each statement on posts_post that the request ran. Taken from
+    the database wrapper, as sent with its parameters, rather than from the query log's rendering."""
+    from django.db import connection
+
+    statements = []
+
+    def record(execute, statement, params, many, context):
+        if POSTS_TABLE.search(statement):
+            statements.append((statement, params))
+        return execute(statement, params, many, context)
+
+    with connection.execute_wrapper(record):
+        client.get(path)
+    explained = []
+    with connection.cursor() as cursor:
+        for statement, params in statements:
+            cursor.execute(f"explain (analyze, buffers) {statement}", params)
+            explained.append(
+                {"sql": statement, "params": list(params or ()), "plan": [row[0] for row in cursor.fetchall()]}
+            )
+    return explained
+
+
+def _recount_ms(channel_id: int, size: int) -> float:
+    """How long `recount_posts` holds the channel's row (its lock, count and compare), best of 3."""
+    from apps.channels.services import channel_posts_recount
+
+    times = []
+    for _ in range(3):
+        before = time.perf_counter()
+        recount = channel_posts_recount(channel_id=channel_id)
+        times.append((time.perf_counter() - before) * 1000)
+        if (recount.stored, recount.counted) != (size, size):
+            raise RuntimeError(f"a channel of {size:,} posts: stored {recount.stored:,}, counted {recount.counted:,}")
+    return min(times)
+
+
+# --- the content plan -----------------------------------------------------------------------------
+
+
+def _plan_per_post(seed: dict) -> dict:
+    """One content plan run over DUE_POSTS due posts beside the channel's others, which are then
+    deleted again with what the run wrote, so the channel is back to its size."""
+    channel, account = seed["channel"], seed["account"]
+    [(last_id,)] = sql("select coalesce(max(id), 0) from posts_post")
+    new_posts = "select id from posts_post where channel_id = %s and id > %s"
+    # Posts with what part 3's have (two tags, an image), so their events carry the same payload.
+    sql(
+        """
+        insert into posts_post (title, body, teaser, slug, publication_status, scheduled_at, created_at,
+                                updated_at, channel_id)
+        select 'Due post ' || g, repeat('Some **Markdown** body text of the post. ', 25), 'Teaser of due post ' || g,
+               'due-' || g, 'scheduled', now() - interval '1 minute' - (g %% 3600) * interval '1 second',
+               now() - interval '2 days', now() - interval '1 day', %s
+        from generate_series(1, %s) g
+        """,
+        [channel, DUE_POSTS],
+    )
+    sql(
+        f"insert into posts_post_tags (post_id, tag_id) select p.id, t from ({new_posts}) p, unnest(%s::bigint[]) t",  # noqa: S608
+        [channel, last_id, seed["tags"]],
+    )
+    sql(
+        f"""
+        insert into posts_media (kind, url, alt_text, width, height, position, created_at, post_id)
+        select 'image', 'https://cdn.example.com/images/' || p.id || '.jpg', 'Cover image', 1200, 630, 0, now(), p.id
+        from ({new_posts}) p
+        """,  # noqa: S608
+        [channel, last_id],
+    )
+    sql(ANALYZE)
+    child = subprocess.run(
+        [PYTHON, "bench/content_plan_child.py"], cwd=ROOT, env=child_env(), capture_output=True, text=True
+    )
+    if child.returncode:
+        raise RuntimeError(f"content plan run failed:\n{child.stdout}\n{child.stderr[-3000:]}")
+    run = json.loads(child.stdout.strip().splitlines()[-1])
+    [(events, deliveries)] = sql(
+        "select count(distinct e.id), count(d.id) from webhooks_event e "
+        "left join webhooks_delivery d on d.event_id = e.id where e.account_id = %s",
+        [account],
+    )
+    if (run["moved"], events, deliveries) != (DUE_POSTS, DUE_POSTS, DUE_POSTS):
+        raise RuntimeError(
+            f"content plan of {DUE_POSTS:,} due posts: moved {run['moved']:,}, events {events:,}, "
+            f"deliveries {deliveries:,}"
+        )
+    sql("delete from webhooks_delivery where event_id in (select id from webhooks_event where account_id = %s)",
+        [account])  # fmt: skip
+    sql("delete from webhooks_event where account_id = %s", [account])
+    for table in ("posts_apipublication", "posts_post_tags", "posts_media"):
+        sql(f"delete from {table} where post_id in ({new_posts})", [channel, last_id])  # noqa: S608 - fixed names
+    sql("delete from posts_post where channel_id = %s and id > %s", [channel, last_id])
+    for table in VACUUM:
+        sql(f"vacuum analyze {table}")
+    flush_redis()  # the run's messages for the broker: no worker reads them here
+    return {
+        "seconds": run["seconds"],
+        "us_per_post": run["seconds"] * 1e6 / run["moved"],
+        "peak_rss_mb": run["peak_rss_mb"],
+    }
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+def scale_section(result: dict) -> list[str]:
+    sizes = result["sizes"]
+    small, large = sizes[0], sizes[-1]
+    reads, plan = result["reads"], result["plan"]
+    size_cells = " | ".join(f"{size:,} posts" for size in sizes)
+    lines = [
+        "## 5. Reads at scale (issue 19)",
+        "",
+        f"One channel (platform `api`) grown to {', '.join(f'{size:,}' for size in sizes)} posts in turn with "
+        "raw SQL, vacuumed and analyzed after each growth. At each size, five reads through Django's test client "
+        "in this process (the whole middleware stack and the views on PostgreSQL, the representation cache off, "
+        f"so every request is computed), taking turns: {WARMUP_ROUNDS} rounds of warm-up, then up to {ROUNDS} "
+        f"rounds (at least {MIN_ROUNDS}, stopped after {READ_SECONDS} s): "
+        + ", ".join(f"{result['rounds'][size]} at {size:,}" for size in sizes)
+        + ". The deep page is the middle one, the deepest there is (a page nearer the end than the start is "
+        "counted from the end of the index); the cursor page is the same posts, reached with `meta.next_cursor` "
+        "of the page before it (checked: the same ids). Content plan: "
+        f"{DUE_POSTS:,} due posts (two tags and an image each) added to the channel at each size, so it holds "
+        "the size's posts plus those, moved by one `content_plan_run()` in a process of its own with one "
+        "webhook endpoint (events and deliveries written), then deleted again.",
+        "",
+        f"| Read (median ms / p90 ms) | {size_cells} | {large:,} / {small:,} | target | |",
+        f"|---|{'---:|' * len(sizes)}---:|---|---|",
+    ]
+    for key, label, target in READS:
+        cells = " | ".join(f"{reads[size][key]['median_ms']:.2f} / {reads[size][key]['p90_ms']:.2f}" for size in sizes)
+        ratio = reads[large][key]["median_ms"] / reads[small][key]["median_ms"]
+        lines.append(f"| {label} | {cells} | {ratio:.2f}x | ≤{target}x | {verdict(ratio <= target)} |")
+    plan_ratio = plan[large]["us_per_post"] / plan[small]["us_per_post"]
+    cells = " | ".join(f"{plan[size]['us_per_post']:.0f} µs" for size in sizes)
+    lines += [
+        f"| content plan, per post ({DUE_POSTS:,} due) | {cells} | {plan_ratio:.2f}x | ≤{PLAN_TARGET}x "
+        f"| {verdict(plan_ratio <= PLAN_TARGET)} |",
+        "",
+        "Queries and memory: queries of one request (`CaptureQueriesContext`) and the peak of Python memory one "
+        "request allocated (`tracemalloc`), each read in a request of its own; for the content plan the peak "
+        f"resident memory of its process. Flat: the largest size's peak at most {FLAT}x the smallest's.",
+        "",
+        f"| | {size_cells} | flat |",
+        f"|---|{'---:|' * len(sizes)}---|",
+    ]
+    for key, label, _ in READS:
+        cells = " | ".join(
+            f"{reads[size][key]['queries']} queries, {reads[size][key]['peak_kib']:,.0f} KiB" for size in sizes
+        )
+        flat = reads[large][key]["peak_kib"] <= reads[small][key]["peak_kib"] * FLAT
+        lines.append(f"| {label} | {cells} | {verdict(flat)} |")
+    cells = " | ".join(f"{plan[size]['peak_rss_mb']:.0f} MB" for size in sizes)
+    flat = plan[large]["peak_rss_mb"] <= plan[small]["peak_rss_mb"] * FLAT
+    lines += [
+        f"| content plan (peak RSS) | {cells} | {verdict(flat)} |",
+        "",
+        "`recount_posts` on the channel (its row locked while counted; best of 3, no drift found): "
+        + ", ".join(f"{result['recount_ms'][size]:.0f} ms at {size:,}" for size in sizes)
+        + ".",
+        "",
+        "Growing the channel (insert, then vacuum analyze): "
+        + ", ".join(f"{result['grow_seconds'][size]:.0f} s to {size:,}" for size in sizes)
+        + f". The part took {result['seconds']:.0f} s.",
+        "",
+    ]
+    for key, title in (("deep", "the middle page"), ("cursor", "the cursor page"), ("last", "the last page")):
+        statements = result["explain"].get(key, [])
+        lines += [
+            "<details>",
+            f"<summary>EXPLAIN (ANALYZE, BUFFERS) of {title} at {large:,} posts: its {len(statements)} "
+            f"statement{'' if len(statements) == 1 else 's'} on posts_post</summary>",
+            "",
+        ]
+        for statement in statements:
+            lines += ["```sql", statement["sql"], f"-- parameters: {statement['params']}", "```", ""]
+            lines += ["```text", *statement["plan"], "```", ""]
+        lines += ["</details>", ""]
+    return lines
