@@ -287,19 +287,27 @@ def insert_posts(channel_ids: list[int], n: int, *, status: str, scheduled: bool
 # --- 1. API throughput --------------------------------------------------------------------------
 
 
-def seed_api() -> dict:
+def make_reader(name: str, email: str):
+    """An enterprise account (no rate limit) with an editor and a key that reads channels and
+    posts; (account, raw key)."""
     from apps.accounts.models import Scope
     from apps.accounts.services import api_key_create
-    from apps.channels.models import Channel, Team
-    from apps.posts.models import Post, Tag
     from apps.users.models import Role, User
 
-    account = make_account("API bench")
-    user = User.objects.create(account=account, email="reader@bench.example.com", name="Bench Reader", role=Role.EDITOR)
+    account = make_account(name)
+    user = User.objects.create(account=account, email=email, name="Bench Reader", role=Role.EDITOR)
     _, key = api_key_create(
         account=account, user=user, name="bench", scopes=[Scope.READ_CHANNELS, Scope.READ_POSTS],
         expires_at=datetime.now(UTC) + timedelta(days=30),
     )  # fmt: skip
+    return account, key
+
+
+def seed_api() -> dict:
+    from apps.channels.models import Channel, Team
+    from apps.posts.models import Post, Tag
+
+    account, key = make_reader("API bench", "reader@bench.example.com")
     team = Team.objects.create(account=account, name="Editorial")
     channel = Channel.objects.create(account=account, team=team, title="Company Blog", platform="blog")
     tags = [Tag.objects.create(account=account, name=name).pk for name in ("django", "news", "python")]

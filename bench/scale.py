@@ -18,10 +18,9 @@ import statistics
 import subprocess
 import time
 import tracemalloc
-from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
-from bench.run import ANALYZE, PYTHON, ROOT, child_env, flush_redis, make_account, sql, verdict
+from bench.run import ANALYZE, PYTHON, ROOT, child_env, flush_redis, make_reader, sql, verdict
 
 SIZES = (1_000, 100_000, 1_000_000)
 PER_PAGE = 20
@@ -87,19 +86,11 @@ def bench_scale(sizes=SIZES) -> dict:
 
 
 def _seed() -> dict:
-    from apps.accounts.models import Scope
-    from apps.accounts.services import api_key_create
     from apps.channels.models import Channel, Team
     from apps.posts.models import Tag
-    from apps.users.models import Role, User
     from apps.webhooks.models import WebhookEndpoint
 
-    account = make_account("Scale bench")
-    user = User.objects.create(account=account, email="scale@bench.example.com", name="Scale Reader", role=Role.EDITOR)
-    _, key = api_key_create(
-        account=account, user=user, name="scale", scopes=[Scope.READ_CHANNELS, Scope.READ_POSTS],
-        expires_at=datetime.now(UTC) + timedelta(days=30),
-    )  # fmt: skip
+    account, key = make_reader("Scale bench", "scale@bench.example.com")
     team = Team.objects.create(account=account, name="Editorial")
     channel = Channel.objects.create(account=account, team=team, title="Partner feed", platform="api")
     tags = [Tag.objects.create(account=account, name=name).pk for name in ("launch", "weekly")]
