@@ -19,8 +19,10 @@ from django.views.decorators.csrf import csrf_exempt
 from apps.accounts.models import ApiKey
 from apps.accounts.selectors import api_key_find
 from apps.accounts.services import api_key_touch
+from apps.api.pagination import cursor_after
 from apps.api.ratelimit import enforce_account_budget
 from apps.channels.models import Channel
+from apps.posts.api import posts_list_key
 from apps.posts.models import Media, Post, Tag
 from apps.posts.services import post_update_content
 
@@ -137,8 +139,10 @@ def channel_posts(request, channel_id: int):
         }
         for pk, title, teaser, slug, status, created_at, updated_at in rows
     ]
+    more = rows and offset + len(data) < count
+    next_cursor = cursor_after(posts_list_key(channel_id, {}), data[-1]["id"]) if more else None
     meta = {"page": page, "pages": math.ceil(count / per_page), "count": count, "per_page": per_page}
-    return _json({"data": data, "meta": meta})
+    return _json({"data": data, "meta": meta | {"next_cursor": next_cursor}})
 
 
 def channel_post(request, channel_id: int, post_id: int):

@@ -127,20 +127,31 @@ class PagePagination(BasePagination):
     }
 
 
+_cursor_signer = signing.Signer(salt="cps.pagination.cursor")
+
+
+def _list_digest(list_key: str) -> str:
+    return hashlib.sha256(list_key.encode()).hexdigest()[:16]
+
+
+def cursor_after(list_key: str, item_id: int) -> str:
+    """The cursor of the position after the item `item_id` in the list that `list_key` names."""
+    return _cursor_signer.sign_object([_list_digest(list_key), item_id])
+
+
 class CursorPagePagination(PagePagination):
     """PagePagination plus a cursor, for full syncs of long lists ordered by id (ascending).
 
     `meta.next_cursor` names the position after the page's last item, or is null when nothing
     follows. Given as `?cursor=`, it returns the next `per_page` items after that position, read
     through the index from there (`id > position`), so a page costs the same at any depth, and a
-    sync sees no item twice and misses none that existed when it started, whatever is added or
-    deleted meanwhile. The cursor is signed (SECRET_KEY) and names the list it belongs to (the
+    sync sees no item twice, however many are created or deleted meanwhile (created ones come at
+    its end). The cursor is signed (SECRET_KEY) and names the list it belongs to (the
     `list_key` of the view: its channel and filters): a cursor altered, or given to another list,
     is a 400. A cursor response has no `page` and `pages`; `page` and `cursor` together are a 400.
     """
 
     cursor_param = "cursor"
-    signer = signing.Signer(salt="cps.pagination.cursor")
 
     def paginate_queryset(
         self, queryset, request, view=None, count: int | None = None, *, list_key: str = "", id_of: Callable
@@ -149,12 +160,12 @@ class CursorPagePagination(PagePagination):
         of one of the returned items."""
         params = request.query_params
         raw = params.get(self.cursor_param, "")
-        self.list_digest = hashlib.sha256(list_key.encode()).hexdigest()[:16]
+        self.list_key = list_key
         self.next_cursor = None
         if not raw:
             page = super().paginate_queryset(queryset, request, view, count)
             if page and self.offset + len(page) < self.count:
-                self.next_cursor = self.cursor_after(id_of(page[-1]))
+                self.next_cursor = cursor_after(list_key, id_of(page[-1]))
             return page
         if params.get("page", "") != "":
             raise _invalid("cursor", "Give either 'page' or 'cursor', not both.", "cursor_with_page")
@@ -165,20 +176,17 @@ class CursorPagePagination(PagePagination):
         rows = list(queryset.filter(pk__gt=after)[: self.per_page + 1])
         page = rows[: self.per_page]
         if len(rows) > self.per_page:
-            self.next_cursor = self.cursor_after(id_of(page[-1]))
+            self.next_cursor = cursor_after(list_key, id_of(page[-1]))
         return page
-
-    def cursor_after(self, item_id: int) -> str:
-        return self.signer.sign_object([self.list_digest, item_id])
 
     def position(self, raw: str) -> int:
         try:
-            digest, after = self.signer.unsign_object(raw)
+            digest, after = _cursor_signer.unsign_object(raw)
         except (signing.BadSignature, ValueError, TypeError):
             raise _invalid(
                 "cursor", "This cursor is not one this API gave (altered or cut short).", "invalid_cursor"
             ) from None
-        if digest != self.list_digest:
+        if digest != _list_digest(self.list_key):
             raise _invalid(
                 "cursor",
                 "This cursor belongs to another list (another channel, or other filters): "

@@ -98,11 +98,11 @@ class PostFilterSerializer(serializers.Serializer):
         return serializer.validated_data
 
 
-def _list_key(channel_id: int, filters: dict) -> str:
+def posts_list_key(channel_id: int, filters: dict) -> str:
     """Names the list a cursor belongs to: the channel and the filters, written one way whatever
     way the query wrote them (status order, time zone of `updated_since`)."""
     canonical = {
-        name: sorted(value) if isinstance(value, list) else value.astimezone(UTC).isoformat()
+        name: sorted(set(value)) if isinstance(value, list) else value.astimezone(UTC).isoformat()
         if isinstance(value, datetime) else value
         for name, value in filters.items()
     }  # fmt: skip
@@ -162,7 +162,7 @@ class ChannelPostListView(APIView):
             view=self,
             # Unfiltered, the page counts every post of the channel: the channel's stored number.
             count=None if filters else channel.posts_count,
-            list_key=_list_key(channel.pk, filters),
+            list_key=posts_list_key(channel.pk, filters),
             id_of=itemgetter(columns.index("id")),
         )
         rows = rows_with_channel(PostListItemSerializer, page, channel)
