@@ -42,7 +42,7 @@ def make_posts(channel, n: int) -> list:
 @pytest.mark.parametrize("n", [1, 100])
 def test_channels_list_is_three_queries_at_any_size(client, api_key, django_assert_num_queries, n):
     make_channels(api_key.account, n)
-    with django_assert_num_queries(AUTH + 2):  # count, page (team joined, posts_count in a subquery)
+    with django_assert_num_queries(AUTH + 2):  # count, page (team joined, posts_count stored)
         body = client.get("/v1/channels?per_page=100").json()
     assert len(body["data"]) == n
     assert all(item["posts_count"] == 2 for item in body["data"])
@@ -60,7 +60,7 @@ def test_channel_detail_is_two_queries(client, api_key, django_assert_num_querie
 def test_posts_list_is_three_queries_at_any_size(client, api_key, django_assert_num_queries, n):
     channel = ChannelFactory(account=api_key.account)
     make_posts(channel, n)
-    with django_assert_num_queries(AUTH + VERSION + 2):  # channel with its count (also the list's), page
+    with django_assert_num_queries(AUTH + VERSION + 2):  # channel with its stored count (also the list's), page
         body = client.get(f"/v1/channels/{channel.id}/posts?limit=100").json()
     assert len(body["data"]) == n
     with django_assert_num_queries(AUTH + VERSION):
@@ -75,7 +75,7 @@ def test_filtered_posts_list_is_four_queries_at_any_size(client, api_key, django
     tag = posts[0].tags.first().name
     since = (timezone.now().replace(year=2000)).isoformat()
     query = {"limit": 100, "publication_status": "draft,published", "tag": tag, "updated_since": since}
-    with django_assert_num_queries(AUTH + VERSION + 3):  # channel with its count, count of the matches, page
+    with django_assert_num_queries(AUTH + VERSION + 3):  # channel with its stored count, count of the matches, page
         body = client.get(f"/v1/channels/{channel.id}/posts", query).json()
     assert len(body["data"]) == n
     with django_assert_num_queries(AUTH + VERSION):
