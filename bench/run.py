@@ -703,16 +703,22 @@ def seed_plan() -> dict:
 ANALYZE = "analyze posts_post; analyze posts_apipublication; analyze webhooks_event; analyze webhooks_delivery"
 
 
+def delete_plan_posts(account: int, where: str, params: list) -> None:
+    """The account's events and deliveries, and the posts `where` picks (a condition on posts_post)
+    with their publication records, tag links and media: what a content plan run leaves behind."""
+    posts = f"select id from posts_post where {where}"  # noqa: S608 - the benchmark's own conditions
+    sql("delete from webhooks_delivery where event_id in (select id from webhooks_event where account_id = %s)",
+        [account])  # fmt: skip
+    sql("delete from webhooks_event where account_id = %s", [account])
+    for table in ("posts_apipublication", "posts_post_tags", "posts_media"):
+        sql(f"delete from {table} where post_id in ({posts})", params)  # noqa: S608 - fixed table names
+    sql(f"delete from posts_post where {where}", params)  # noqa: S608
+    flush_redis()  # the run's messages for the broker: no worker reads them here
+
+
 def reset_plan(seed: dict, n: int) -> None:
     channels = seed["channels"]
-    posts = "select id from posts_post where channel_id = any(%s)"
-    sql("delete from webhooks_delivery where event_id in (select id from webhooks_event where account_id = %s)",
-        [seed["account"]])  # fmt: skip
-    sql("delete from webhooks_event where account_id = %s", [seed["account"]])
-    for table in ("posts_apipublication", "posts_post_tags", "posts_media"):
-        sql(f"delete from {table} where post_id in ({posts})", [channels])  # noqa: S608 - fixed table names
-    sql("delete from posts_post where channel_id = any(%s)", [channels])
-    flush_redis()  # the run's messages for the broker: no worker reads them here
+    delete_plan_posts(seed["account"], "channel_id = any(%s)", [channels])
     insert_posts(channels, n, status="scheduled", scheduled=True, tags=seed["tags"])
     sql(ANALYZE)
 

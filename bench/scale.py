@@ -21,7 +21,7 @@ import time
 import tracemalloc
 from urllib.parse import urlencode
 
-from bench.run import ANALYZE, PYTHON, ROOT, child_env, flush_redis, make_reader, sql, verdict
+from bench.run import ANALYZE, PYTHON, ROOT, child_env, delete_plan_posts, make_reader, sql, verdict
 
 SIZES = (1_000, 100_000, 1_000_000)
 PER_PAGE = 20
@@ -341,15 +341,9 @@ def _plan_run(seed: dict, channel: int) -> dict:
             f"content plan of {DUE_POSTS:,} due posts: moved {run['moved']:,}, events {events:,}, "
             f"deliveries {deliveries:,}"
         )
-    sql("delete from webhooks_delivery where event_id in (select id from webhooks_event where account_id = %s)",
-        [account])  # fmt: skip
-    sql("delete from webhooks_event where account_id = %s", [account])
-    for table in ("posts_apipublication", "posts_post_tags", "posts_media"):
-        sql(f"delete from {table} where post_id in ({new_posts})", [channel, last_id])  # noqa: S608 - fixed names
-    sql("delete from posts_post where channel_id = %s and id > %s", [channel, last_id])
+    delete_plan_posts(account, "channel_id = %s and id > %s", [channel, last_id])
     for table in VACUUM:
         sql(f"vacuum analyze {table}")
-    flush_redis()  # the run's messages for the broker: no worker reads them here
     return {
         "seconds": run["seconds"],
         "us_per_post": run["seconds"] * 1e6 / run["moved"],

@@ -69,12 +69,16 @@ class PagePagination(BasePagination):
         params = request.query_params
         self.page = positive_int_param(params, "page", 1)
         self.per_page = self.page_size(params)
-        self.count = queryset.count() if count is None else count
+        self.count = self.count_of(queryset, count)
         self.offset = (self.page - 1) * self.per_page
         if self.offset >= self.count:
             # Also keeps absurd page numbers away from SQL's 64-bit OFFSET.
             return []
         return _page_of(queryset, self.offset, self.per_page, self.count)
+
+    @staticmethod
+    def count_of(queryset, count: int | None) -> int:
+        return queryset.count() if count is None else count
 
     def page_size(self, params) -> int:
         per_page = settings.PAGE_SIZE_DEFAULT
@@ -172,7 +176,7 @@ class CursorPagePagination(PagePagination):
         after = self.position(raw)
         self.page = None
         self.per_page = self.page_size(params)
-        self.count = queryset.count() if count is None else count
+        self.count = self.count_of(queryset, count)
         rows = list(queryset.filter(pk__gt=after)[: self.per_page + 1])
         page = rows[: self.per_page]
         if len(rows) > self.per_page:
