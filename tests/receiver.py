@@ -1,6 +1,8 @@
 """A real HTTP receiver on 127.0.0.1 for webhook tests: records every request and answers with
 the statuses (and delays) the test scripts."""
 
+import select
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -13,6 +15,21 @@ class Received:
     headers: dict
     body: bytes
     at: float = field(default_factory=time.time)
+
+
+def _wait_unless_abandoned(connection: socket.socket, delay: float) -> None:
+    """Wait `delay` seconds before answering, or until the sender hangs up: a request whose sender
+    gave up (its timeout) is no longer in flight, though it would still hold this thread."""
+    deadline = time.monotonic() + delay
+    while (left := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([connection], [], [], min(left, 0.05))
+        if readable:
+            try:
+                if not connection.recv(1, socket.MSG_PEEK):
+                    return  # the sender closed the connection
+            except OSError:
+                return
+            time.sleep(min(left, 0.05))  # bytes of a next request: not a hang-up
 
 
 class Receiver:
@@ -36,7 +53,7 @@ class Receiver:
                     status, delay = receiver.script.pop(0) if receiver.script else receiver.default
                     receiver.in_flight += 1
                 if delay:
-                    time.sleep(delay)
+                    _wait_unless_abandoned(self.connection, delay)
                 with receiver._lock:
                     receiver.in_flight -= 1
                 payload = receiver.body
