@@ -24,9 +24,11 @@ migrate: install
 
 run: migrate
 	$(PY) manage.py collectstatic --noinput -v0
-	$(PY) manage.py seed_demo --if-empty
-	@# Local trial runs deliver webhooks to receivers on this machine unless told otherwise.
+	GIT_ALLOW_LOCAL_REPOSITORIES=$${GIT_ALLOW_LOCAL_REPOSITORIES:-true} $(PY) manage.py seed_demo --if-empty
+	@# Local trial runs deliver webhooks to receivers on this machine, and publish the demo git
+	@# channel to a local repository under var/, unless told otherwise.
 	PATH="$(CURDIR)/$(BIN):$$PATH" WEBHOOK_ALLOW_PRIVATE_TARGETS=$${WEBHOOK_ALLOW_PRIVATE_TARGETS:-true} \
+		GIT_ALLOW_LOCAL_REPOSITORIES=$${GIT_ALLOW_LOCAL_REPOSITORIES:-true} \
 		$(BIN)/honcho start -p $(PORT) web worker beat
 
 test: install

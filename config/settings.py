@@ -126,6 +126,8 @@ INSTALLED_APPS = [
     "apps.channels",
     "apps.posts",
     "apps.webhooks",
+    "apps.publishing",
+    "apps.publishing.git",
     "apps.demo",
 ]
 
@@ -467,12 +469,58 @@ WEBHOOK_BREAKER_THRESHOLD = _positive_int("WEBHOOK_BREAKER_THRESHOLD", 5)
 # An endpoint whose every attempt failed for this long is disabled and its account's admins told.
 WEBHOOK_DISABLE_AFTER = _duration("WEBHOOK_DISABLE_AFTER", "P5D")
 
+
+# --- Stored credentials (git tokens and deploy keys): Fernet keys, comma-separated, newest first ---
+def _fernet_keys() -> list[str]:
+    import base64
+    import hashlib
+
+    from cryptography.fernet import Fernet
+
+    raw = env.str("FERNET_KEYS", default="").strip()
+    if not raw:
+        if IS_PRODUCTION:
+            raise ImproperlyConfigured(
+                "FERNET_KEYS must be set when ENVIRONMENT=production (comma-separated, newest first; make one with "
+                "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')"
+            )
+        # Development: a key of this checkout's own, from its secret.
+        return [base64.urlsafe_b64encode(hashlib.sha256(SECRET_KEY.encode()).digest()).decode()]
+    keys = [key.strip() for key in raw.split(",") if key.strip()]
+    for position, key in enumerate(keys, 1):
+        try:
+            Fernet(key)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"FERNET_KEYS: key {position} is not a Fernet key (32 url-safe base64-encoded bytes)"
+            ) from None
+    return keys
+
+
+FERNET_KEYS = _fernet_keys()
+
+# --- Publishing (apps/publishing): jobs that put posts on their channel's destination ---
+# Automatic retries of a job after its first attempt, in seconds (the webhook schedule by default).
+PUBLISH_RETRY_DELAYS = _env_list_of_ints("PUBLISH_RETRY_DELAYS", "60,300,1800,7200")
+# Seconds a destination gets for one operation (a fetch, a push); a job's whole run stops trying
+# new operations after this too, so a hanging destination holds one thread for about twice it.
+PUBLISH_TIMEOUT = _positive_int("PUBLISH_TIMEOUT", 30)
+# Jobs in flight at once per worker process (threads); a channel's jobs run one at a time.
+PUBLISH_WORKERS = _positive_int("PUBLISH_WORKERS", 8)
+PUBLISH_SWEEP_INTERVAL = _positive_int("PUBLISH_SWEEP_INTERVAL", 30)
+# Local repositories (a path or file://) and plain http:// remotes: development and tests only.
+GIT_ALLOW_LOCAL_REPOSITORIES = _bool("GIT_ALLOW_LOCAL_REPOSITORIES", default=False)
+# Each worker keeps a bare copy of the repositories it publishes to, so a job fetches only what
+# is new; losing it costs one full fetch.
+GIT_CACHE_DIR = Path(env.str("GIT_CACHE_DIR", default=str(VAR_DIR / "git-cache")))
+
 # --- Periodic work: the one place Celery beat's schedule is defined ---
 CONTENT_PLAN_INTERVAL = _positive_int("CONTENT_PLAN_INTERVAL", 60)
 CELERY_BEAT_SCHEDULE = {
     "posts.content_plan": {"task": "posts.content_plan", "schedule": float(CONTENT_PLAN_INTERVAL)},
     "webhooks.sweep": {"task": "webhooks.sweep", "schedule": float(WEBHOOK_SWEEP_INTERVAL)},
     "webhooks.prune_history": {"task": "webhooks.prune_history", "schedule": 3600.0},
+    "publishing.sweep": {"task": "publishing.sweep", "schedule": float(PUBLISH_SWEEP_INTERVAL)},
     "accounts.prune_sso_tokens": {"task": "accounts.prune_sso_tokens", "schedule": 3600.0},
 }
 # Where beat keeps the last run of each entry (a shelve file: a suffix such as `.db` may be added).

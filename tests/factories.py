@@ -4,6 +4,7 @@ import factory
 from django.utils import timezone
 
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey
+from apps.core import crypto
 from apps.users.models import Role, User, default_permissions_for
 
 
@@ -163,3 +164,26 @@ class OperatorFactory(UserFactory):
     account = None
     is_superuser = True
     role = Role.ADMIN
+
+
+class GitDestinationFactory(factory.django.DjangoModelFactory):
+    """A git channel's repository; `token` (a plain value) is stored encrypted, as the service does."""
+
+    class Meta:
+        model = "publishing_git.GitDestination"
+        exclude = ("token",)
+
+    channel = factory.SubFactory(ChannelFactory, platform="git")
+    repository_url = "https://git.example.com/site.git"
+    token = ""
+    token_encrypted = factory.LazyAttribute(lambda o: crypto.encrypt(o.token) if o.token else "")
+
+
+class PublicationJobFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "publishing.PublicationJob"
+
+    channel = factory.SubFactory(ChannelFactory, platform="git")
+    post_id = factory.LazyAttribute(lambda o: PostFactory(channel=o.channel).pk)
+    title = "A post"
+    action = "publish"

@@ -11,6 +11,10 @@ class Platform(models.TextChoices):
     API = "api", "API (external publishing)"
 
 
+# Platforms whose posts go out through a destination set up for the channel (apps/publishing): a
+# post is `published` once the destination confirms. Blog channels are their own destination.
+DESTINATION_PLATFORMS = frozenset({Platform.GIT, Platform.LINKEDIN})
+
 DEFAULT_IMAGE_WIDTH = 1200
 
 
@@ -89,6 +93,10 @@ class Channel(models.Model):
     @property
     def publishes_externally(self) -> bool:
         return self.platform == Platform.API
+
+    @property
+    def publishes_through_destination(self) -> bool:
+        return self.platform in DESTINATION_PLATFORMS
 
     def clean(self) -> None:
         if self.team_id and self.account_id and self.team.account_id != self.account_id:

@@ -73,7 +73,8 @@ def run_on_selected(
 @dataclass(frozen=True)
 class ObjectButton:
     """A button on an object's change page that POSTs to `<id>/<slug>/` and runs `service(obj)`
-    for a user with `permission` ("change", "view"...) on the object."""
+    for a user with `permission` ("change", "view"...) on the object; `done` is the message shown
+    after it ran ("{result}" in it: what the service returned)."""
 
     slug: str
     label: str
@@ -129,7 +130,11 @@ class ObjectButtonsAdmin(admin.ModelAdmin):
                 raise PermissionDenied
             if obj is None:
                 return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-            run_on_selected(self, request, [obj], button.service, done=button.done)
+            # `done` may name what the service returned ("{result}": a connection test's answer).
+            results: list = []
+            run_on_selected(self, request, [obj], lambda target: results.append(button.service(target)))
+            if results:
+                self.message_user(request, button.done.format(result=results[0]))
             return HttpResponseRedirect(page_url(self, "change", quote(obj.pk)))
 
         return self.admin_site.admin_view(view)

@@ -6,8 +6,11 @@ can be repeated after a fresh `seed_demo`.
 """
 
 from datetime import timedelta
+from pathlib import Path
 
+from django.conf import settings
 from django.utils import timezone
+from dulwich.repo import Repo
 
 from apps.accounts.models import Account
 from apps.channels.models import Channel, Platform, Team
@@ -19,6 +22,8 @@ from apps.posts.services import (
     post_publish,
     post_set_status,
 )
+from apps.publishing.git.services import GitSettings, git_destination_save
+from apps.publishing.services import channel_run
 
 TEAMS = ("Editorial", "Engineering")
 TAGS = ("news", "howto", "release", "python", "django")
@@ -48,8 +53,36 @@ def _post(channel: Channel, slug: str, title: str, **content) -> Post:
     return post or post_create(channel=channel, slug=slug, title=title, body=f"# {title}\n\nDemo content.", **content)
 
 
+def demo_repository(account: Account) -> Path:
+    return Path(settings.VAR_DIR) / "demo-git" / f"account-{account.pk}.git"
+
+
+def _seed_git_destination(channel: Channel) -> str | None:
+    """Point the demo git channel at a local bare repository under var/ (where local repositories
+    are allowed: `make run` allows them), so publishing makes real commits; None elsewhere."""
+    if not settings.GIT_ALLOW_LOCAL_REPOSITORIES:
+        return None
+    path = demo_repository(channel.account)
+    if not (path / "objects").is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        repo = Repo.init_bare(str(path))
+        # HEAD names the branch the channel publishes to, so `git log` there shows its commits.
+        repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+        repo.close()
+    git_destination_save(
+        channel=channel,
+        settings=GitSettings(
+            repository_url=str(path), author_name="Demo Publisher", author_email="publisher@example.com",
+            post_url_template="https://docs.example.com/posts/{slug}/",
+        ),
+    )  # fmt: skip
+    return str(path)
+
+
 def _seed_direct_channel(channel: Channel, tags: dict[str, Tag]) -> None:
-    """Posts in each status a directly publishing channel has."""
+    """Posts in each status a directly publishing channel has. A git channel with its demo
+    repository publishes through the pipeline, here and now; a git or LinkedIn channel without a
+    destination gets its published post written straight into its state, being demo data."""
     now = timezone.now()
     for status in (PublicationStatus.DRAFT, PublicationStatus.SCHEDULED, PublicationStatus.PUBLISHED):
         post = _post(
@@ -61,7 +94,15 @@ def _seed_direct_channel(channel: Channel, tags: dict[str, Tag]) -> None:
             media=[MediaInput(url=IMAGE.format(f"{channel.pk}-{status}"), alt_text="Cover", width=1200, height=630)],
         )
         scheduled_at = now + timedelta(days=3) if status == PublicationStatus.SCHEDULED else None
+        published_without_destination = status == PublicationStatus.PUBLISHED and not hasattr(
+            channel, "git_destination"
+        )
+        if published_without_destination and channel.publishes_through_destination:
+            Post.objects.filter(pk=post.pk).update(publication_status=status, published_at=now, updated_at=now)
+            continue
         post_set_status(post_id=post.pk, status=status, scheduled_at=scheduled_at)
+    if channel.publishes_through_destination and hasattr(channel, "git_destination"):
+        channel_run(channel.pk)
 
 
 def _seed_archive(channel: Channel) -> None:
@@ -133,8 +174,14 @@ def seed_content(account: Account) -> dict:
         channels[label], _ = Channel.objects.update_or_create(
             account=account, title=title, defaults={"platform": platform, "team": teams.get(team)}
         )
+    repository = _seed_git_destination(channels["git"])
+    channels["git"].refresh_from_db()
     for label in ("blog", "git", "linkedin"):
         _seed_direct_channel(channels[label], tags)
     _seed_archive(channels["blog"])
     api_posts = _seed_api_channel(channels["api"], tags)
-    return {"channels": {label: channel.pk for label, channel in channels.items()}, "posts": api_posts}
+    return {
+        "channels": {label: channel.pk for label, channel in channels.items()},
+        "posts": api_posts,
+        "git_repository": repository,
+    }

@@ -5,8 +5,10 @@ change), status and schedule through post_set_status, the `api` workflow through
 from django import forms
 from django.contrib import admin, messages
 from django.db import models
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
-from apps.core.admin import DomainErrorsAsMessages, run_on_selected
+from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin, run_on_selected
 from apps.core.errors import DomainError
 from apps.posts.models import ApiPublication, Media, Post, Tag
 from apps.posts.services import (
@@ -15,12 +17,18 @@ from apps.posts.services import (
     MediaInput,
     check_tags_of_account,
     post_create,
+    post_delete,
     post_mark_publishing_pending,
     post_publish,
+    post_publish_now,
     post_set_status,
     post_unpublish,
     post_update_content,
 )
+from apps.publishing.models import PublicationJob
+from apps.publishing.selectors import reference_url
+
+RECENT_JOBS = 5
 
 
 @admin.register(Tag)
@@ -106,8 +114,12 @@ def media_inputs(formset) -> list[MediaInput]:
     return [item for _, _, item in sorted(items, key=lambda entry: entry[:2])]
 
 
+def _publish_now(post: Post) -> Post:
+    return post_publish_now(post_id=post.pk)
+
+
 @admin.register(Post)
-class PostAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
+class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     form = PostForm
     inlines = [MediaInline, ApiPublicationInline]
     list_display = (
@@ -120,15 +132,67 @@ class PostAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
     # Searched as typed (through the channel admin, so only the user's own channels are found).
     autocomplete_fields = ("channel",)
     prepopulated_fields = {"slug": ("title",)}
-    readonly_fields = ("published_at", "external_id", "external_url", "created_at", "updated_at")
+    readonly_fields = ("published_at", "publication", "external_id", "external_url", "created_at", "updated_at")
     fieldsets = (
         (None, {"fields": ("channel", "title", "slug", "teaser", "body", "tags")}),
         ("SEO", {"fields": ("meta_title", "meta_description")}),
-        ("Scheduling and publication", {"fields": ("publication_status", "scheduled_at", "published_at")}),
+        (
+            "Scheduling and publication",
+            {"fields": ("publication_status", "scheduled_at", "published_at", "publication")},
+        ),
         ("External publication (api channels)", {"fields": ("external_id", "external_url")}),
         ("Dates", {"fields": ("created_at", "updated_at")}),
     )
-    actions = ["mark_publishing_pending", "confirm_publication", "unpublish"]
+    actions = ["publish_now", "mark_publishing_pending", "confirm_publication", "unpublish"]
+    object_buttons = (
+        ObjectButton(
+            "publish-now",
+            "Publish now",
+            _publish_now,
+            "Publishing: a blog post is published now; a git or LinkedIn post once its destination confirms "
+            "(see Publication below); an api post awaits the external system.",
+        ),
+    )
+
+    @admin.display(description="publication jobs")
+    def publication(self, obj: Post) -> str:
+        """The post's latest jobs on its destination: state, attempts, error, commit."""
+        if obj is None or obj.pk is None:
+            return "—"
+        jobs = list(
+            PublicationJob.objects.filter(post_id=obj.pk).select_related("channel__git_destination")[:RECENT_JOBS]
+        )
+        if not jobs:
+            return "None yet (git and LinkedIn channels publish through jobs)."
+        rows = (
+            (
+                reverse("admin:publishing_publicationjob_change", args=[job.pk], current_app=self.admin_site.name),
+                job.get_action_display(),
+                job.get_state_display(),
+                job.attempts,
+                job.last_error or "",
+                format_html('<a href="{}">{}</a>', url, job.reference[:12])
+                if (url := reference_url(job))
+                else (job.reference[:12] or "—"),
+                job.updated_at.strftime("%Y-%m-%d %H:%M UTC"),
+            )
+            for job in jobs
+        )
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join("", '<li><a href="{}">{}: {}</a>, {} attempt(s) {} · commit {} · {}</li>', rows),
+        )
+
+    def delete_model(self, request, obj):
+        post_delete(post_id=obj.pk)
+
+    def delete_queryset(self, request, queryset):
+        for post_id in queryset.values_list("pk", flat=True):
+            post_delete(post_id=post_id)
+
+    @admin.action(description="Publish now (blog: now; git and LinkedIn: through their destination)")
+    def publish_now(self, request, queryset):
+        self._run_on_selected(request, queryset, _publish_now, "handed over for publishing")
 
     @admin.display(ordering="channel__platform")
     def platform(self, obj: Post) -> str:

@@ -29,7 +29,7 @@ from apps.posts.serializers import (
     PostListItemSerializer,
     PostWorkflowResultSerializer,
     own_columns,
-    post_rows,
+    post_detail_rows,
     rows_with_channel,
 )
 from apps.posts.services import POST_NOT_FOUND, post_publish, post_unpublish
@@ -48,7 +48,7 @@ class PostWorkflowResponseSerializer(serializers.Serializer):
 def _post_detail(posts: PostQuerySet, channels: dict | None = None) -> dict:
     """The single-post form of the one post of `posts`, or 404 `not_found` (see post_rows for
     `channels`)."""
-    rows = post_rows(posts, PostDetailSerializer, channels)
+    rows = post_detail_rows(posts, channels)
     if not rows:
         raise NotFound(POST_NOT_FOUND)
     return PostDetailSerializer(rows[0]).data

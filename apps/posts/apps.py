@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class PostsConfig(AppConfig):
     name = "apps.posts"
     label = "posts"
+
+    def ready(self) -> None:
+        # The publishing pipeline publishes posts through this (it does not import the posts app).
+        from apps.posts.publication import PostSubject
+        from apps.publishing.destinations import register_subject
+
+        register_subject(PostSubject())

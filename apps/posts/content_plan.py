@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from apps.channels.models import Platform
+from apps.channels.models import DESTINATION_PLATFORMS, Platform
 from apps.posts.models import ApiPublication, Post, PublicationStatus
 from apps.posts.serializers import posts_webhook_data
+from apps.publishing.models import JobAction, PublicationJob
+from apps.publishing.services import JobInput, jobs_enqueue
 from apps.webhooks.models import EventKind
 from apps.webhooks.services import EventInput, events_emit
 
@@ -31,10 +33,13 @@ BATCH_SIZE = 1000
 class ContentPlanResult:
     publishing_pending: int = 0
     published: int = 0
+    # Posts of git and LinkedIn channels handed to their destination: they stay `scheduled` until
+    # the destination confirms.
+    handed_over: int = 0
 
     @property
     def moved(self) -> int:
-        return self.publishing_pending + self.published
+        return self.publishing_pending + self.published + self.handed_over
 
 
 def _emit(kind: str, post_ids: list[int], channels: dict) -> None:
@@ -52,8 +57,15 @@ Position = tuple[datetime, int]
 @transaction.atomic
 def _move_batch(
     *, now: datetime, batch_size: int, after: Position | None, channels: dict
-) -> tuple[int, int, Position | None]:
-    due_posts = Post.objects.filter(publication_status=PublicationStatus.SCHEDULED, scheduled_at__lte=now)
+) -> tuple[int, int, int, Position | None]:
+    # A post handed to its destination stays `scheduled` until the destination confirms; the job
+    # written for its scheduled time says it was handed over, so it is not handed over again.
+    handed_over = PublicationJob.objects.filter(
+        post_id=OuterRef("pk"), action=JobAction.PUBLISH, scheduled_for=OuterRef("scheduled_at")
+    )
+    due_posts = Post.objects.filter(publication_status=PublicationStatus.SCHEDULED, scheduled_at__lte=now).exclude(
+        Exists(handed_over)
+    )
     if after is not None:
         # Each batch goes on from where the last one ended: rescanning from the start would walk
         # over the index entries of every post already moved (still there until vacuum), which
@@ -62,10 +74,13 @@ def _move_batch(
     due = list(
         due_posts.select_for_update(skip_locked=True, of=("self",))
         .order_by("scheduled_at", "id")
-        .values_list("id", "channel__platform", "scheduled_at")[:batch_size]
+        .values_list("id", "channel__platform", "scheduled_at", "channel_id", "title")[:batch_size]
     )
-    external = [post_id for post_id, platform, _ in due if platform == Platform.API]
-    direct = [post_id for post_id, platform, _ in due if platform != Platform.API]
+    external = [post_id for post_id, platform, *_ in due if platform == Platform.API]
+    destined = [row for row in due if row[1] in DESTINATION_PLATFORMS]
+    direct = [
+        post_id for post_id, platform, *_ in due if platform != Platform.API and platform not in DESTINATION_PLATFORMS
+    ]
     if external:
         Post.objects.filter(pk__in=external).update(
             publication_status=PublicationStatus.PUBLISHING_PENDING,
@@ -87,7 +102,15 @@ def _move_batch(
             publication_status=PublicationStatus.PUBLISHED, published_at=now, updated_at=now
         )
         _emit(EventKind.POST_PUBLISHED, direct, channels)
-    return len(external), len(direct), (due[-1][2], due[-1][0]) if due else after
+    if destined:
+        jobs_enqueue(
+            items=[
+                JobInput(channel_id=channel_id, post_id=post_id, title=title, action=JobAction.PUBLISH,
+                         scheduled_for=scheduled_at)
+                for post_id, _, scheduled_at, channel_id, title in destined
+            ]
+        )  # fmt: skip
+    return len(external), len(direct), len(destined), (due[-1][2], due[-1][0]) if due else after
 
 
 @contextmanager
@@ -113,17 +136,19 @@ def content_plan_run(*, now: datetime | None = None, batch_size: int = BATCH_SIZ
         # change) is read once per run, not once per batch.
         channels: dict = {}
         while True:
-            pending, published, position = _move_batch(
+            pending, published, handed_over, position = _move_batch(
                 now=now, batch_size=batch_size, after=position, channels=channels
             )
             result.publishing_pending += pending
             result.published += published
-            if pending + published < batch_size:
+            result.handed_over += handed_over
+            if pending + published + handed_over < batch_size:
                 break
     logger.info(
-        "content plan run moved=%d publishing_pending=%d published=%d",
+        "content plan run moved=%d publishing_pending=%d published=%d handed_over=%d",
         result.moved,
         result.publishing_pending,
         result.published,
+        result.handed_over,
     )
     return result

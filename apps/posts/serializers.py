@@ -12,6 +12,8 @@ from apps.channels.serializers import ChannelRefSerializer, ChannelSerializer
 from apps.core.serializers import ResponseSerializer, UtcDateTimeField
 from apps.posts import selectors
 from apps.posts.models import MediaKind, Post, PublicationStatus
+from apps.publishing.models import JobAction, JobState
+from apps.publishing.selectors import latest_publications
 
 
 class TagSerializer(ResponseSerializer):
@@ -61,11 +63,45 @@ class PostContentSerializer(PostListItemSerializer):
     )
 
 
+class PublicationSerializer(ResponseSerializer):
+    """The post's latest publication job on its channel's destination (git, LinkedIn)."""
+
+    id = serializers.IntegerField()
+    action = serializers.ChoiceField(choices=JobAction.choices)
+    state = serializers.ChoiceField(choices=JobState.choices)
+    attempts = serializers.IntegerField()
+    last_error = serializers.CharField(
+        allow_null=True, help_text="What went wrong last, as a sentence; null when nothing did."
+    )
+    reference = serializers.CharField(allow_null=True, help_text="The destination's reference (git: the commit id).")
+    url = serializers.CharField(
+        allow_null=True, help_text="The post's page, where the channel has a web address for it."
+    )
+    updated_at = UtcDateTimeField()
+
+
 class PostDetailSerializer(PostContentSerializer):
-    """The single-post form: the full post."""
+    """The single-post form: the full post, and its publication on the channel's destination."""
+
+    publication = PublicationSerializer(
+        allow_null=True,
+        help_text="The latest publication job of a post of a git or LinkedIn channel; null where there is none.",
+    )
 
 
-class PostWorkflowResultSerializer(PostDetailSerializer):
+def post_detail_rows(posts, channels: dict | None = None) -> list:
+    """Rows for PostDetailSerializer: post_rows, with each post's publication (read only for posts
+    of channels that publish through a destination)."""
+    rows = post_rows(posts, PostDetailSerializer, channels)
+    if not rows:
+        return rows
+    destined = [row.id for row in rows if row.channel.publishes_through_destination]
+    publications = latest_publications(destined) if destined else {}
+    make = selectors.row_type((*rows[0]._fields, "publication"))._make
+    return [make((*row, publications.get(row.id))) for row in rows]
+
+
+class PostWorkflowResultSerializer(PostContentSerializer):
     """The post returned by publish and unpublish: the single-post form whose channel has only
     `id`, `title` and `platform`."""
 

@@ -28,6 +28,8 @@ from apps.posts.models import (
     Tag,
 )
 from apps.posts.serializers import post_webhook_data
+from apps.publishing.models import JobAction, JobState, PublicationJob
+from apps.publishing.services import job_enqueue, jobs_cancel
 from apps.webhooks.models import EventKind
 from apps.webhooks.services import event_emit
 
@@ -78,8 +80,12 @@ def _validate(instance: models.Model, fields: Iterable[str], prefix: str = "") -
         raise invalid_from_django(exc, prefix) from None
 
 
+def _locked_post_or_none(post_id: int) -> Post | None:
+    return Post.objects.select_for_update(of=("self",)).select_related("channel__account").filter(pk=post_id).first()
+
+
 def _locked_post(post_id: int) -> Post:
-    post = Post.objects.select_for_update(of=("self",)).select_related("channel__account").filter(pk=post_id).first()
+    post = _locked_post_or_none(post_id)
     if post is None:
         raise NotFound(POST_NOT_FOUND)
     return post
@@ -125,6 +131,10 @@ def _assign_content(post: Post, values: dict) -> list[str]:
         name: EMPTY_CONTENT[name] if name in EMPTY_CONTENT and _blank(value) else value
         for name, value in values.items()
     }
+    if isinstance(values.get("body"), str):
+        # One kind of line end: a browser's form sends CRLF, so an unchanged body saved from the
+        # Settings area would otherwise differ from the stored one (and be "updated").
+        values["body"] = values["body"].replace("\r\n", "\n").replace("\r", "\n")
     if values.get("slug") == "":
         values["slug"] = _free_slug(channel_id=post.channel_id, title=values.get("title", post.title), post_id=post.pk)
     changed = []
@@ -261,6 +271,8 @@ def post_update_content(
         )
         if locked.publication_status == PublicationStatus.PUBLISHED:
             _emit(EventKind.POST_UPDATED, locked)
+            if locked.channel.publishes_through_destination:
+                _request(locked, JobAction.UPDATE)
     return locked, changed
 
 
@@ -402,6 +414,29 @@ def _set(status: str) -> Step:
     return step
 
 
+def _request(post: Post, action: str) -> None:
+    """Ask the channel's destination for `action` on the post (a job, run after commit)."""
+    job_enqueue(channel_id=post.channel_id, post_id=post.pk, title=post.title, action=action)
+
+
+def _requesting(action: str) -> Step:
+    def step(post: Post, scheduled_at: datetime | None) -> Post:
+        _request(post, action)
+        return post
+
+    return step
+
+
+def _withdrawing(post: Post, scheduled_at: datetime | None) -> Post:
+    """A post that is not published goes back to draft or to a later time: its publication that
+    has not started is canceled; one already running is followed by an unpublish, so that what it
+    puts up comes down again."""
+    jobs_cancel(post_id=post.pk, actions=[JobAction.PUBLISH])
+    if PublicationJob.objects.filter(post_id=post.pk, action=JobAction.PUBLISH, state=JobState.RUNNING).exists():
+        _request(post, JobAction.UNPUBLISH)
+    return post
+
+
 def _then(*steps: Step) -> Step:
     def step(post: Post, scheduled_at: datetime | None) -> Post:
         for each in steps:
@@ -435,6 +470,7 @@ EXTERNAL_TRANSITIONS: Final[dict[tuple[str, str], Step]] = {
     (ANY, _S.DRAFT): _set(_S.DRAFT),
     (ANY, _S.SCHEDULED): _set(_S.SCHEDULED),
 }
+# Blog channels: their own site is the destination, so publishing is the change itself.
 DIRECT_TRANSITIONS: Final[dict[tuple[str, str], Step]] = {
     (ANY, _S.PUBLISHING_PENDING): _refuse,
     (ANY, _S.PUBLISHED): _sending(EventKind.POST_PUBLISHED, _set(_S.PUBLISHED)),
@@ -443,6 +479,27 @@ DIRECT_TRANSITIONS: Final[dict[tuple[str, str], Step]] = {
     (ANY, _S.DRAFT): _set(_S.DRAFT),
     (ANY, _S.SCHEDULED): _set(_S.SCHEDULED),
 }
+# git and LinkedIn channels: publishing asks their destination (a job); the post becomes
+# `published` when the destination confirms (post_publication_confirmed). Taking a post down is
+# the editor's to decide at once; the job then removes it from the destination.
+DESTINATION_TRANSITIONS: Final[dict[tuple[str, str], Step]] = {
+    (ANY, _S.PUBLISHING_PENDING): _refuse,
+    (ANY, _S.PUBLISHED): _requesting(JobAction.PUBLISH),
+    (_S.PUBLISHED, _S.DRAFT): _then(
+        _sending(EventKind.POST_UNPUBLISHED, _set(_S.DRAFT)), _requesting(JobAction.UNPUBLISH)
+    ),
+    (_S.PUBLISHED, _S.SCHEDULED): _then(
+        _sending(EventKind.POST_UNPUBLISHED, _set(_S.SCHEDULED)), _requesting(JobAction.UNPUBLISH)
+    ),
+    (ANY, _S.DRAFT): _then(_set(_S.DRAFT), _withdrawing),
+    (ANY, _S.SCHEDULED): _then(_set(_S.SCHEDULED), _withdrawing),
+}
+
+
+def _transitions(channel: Channel) -> dict[tuple[str, str], Step]:
+    if channel.publishes_externally:
+        return EXTERNAL_TRANSITIONS
+    return DESTINATION_TRANSITIONS if channel.publishes_through_destination else DIRECT_TRANSITIONS
 
 
 @transaction.atomic
@@ -473,6 +530,80 @@ def post_set_status(
     current = post.publication_status
     if status == current:
         return post
-    transitions = EXTERNAL_TRANSITIONS if post.channel.publishes_externally else DIRECT_TRANSITIONS
+    transitions = _transitions(post.channel)
     step = transitions.get((current, status)) or transitions[(ANY, status)]
     return step(post, scheduled_at)
+
+
+def post_publish_now(*, post_id: int) -> Post:
+    """The Settings area's "Publish now" on a draft or scheduled post: a blog post is published at
+    once, a git or LinkedIn post is handed to its destination, an `api` post to the external system."""
+    post = Post.objects.select_related("channel").filter(pk=post_id).first()
+    if post is None:
+        raise NotFound(POST_NOT_FOUND)
+    if post.publication_status == PublicationStatus.PUBLISHED:
+        raise DomainError("This post is already published.", code="invalid_status")
+    if post.channel.publishes_externally:
+        return post_mark_publishing_pending(post_id=post_id)
+    return post_set_status(post_id=post_id, status=PublicationStatus.PUBLISHED, scheduled_at=post.scheduled_at)
+
+
+@transaction.atomic
+def post_delete(*, post_id: int) -> None:
+    """Delete a post. A published post of a git or LinkedIn channel is taken down from its
+    destination (a job that outlives the post); its publication not yet started is canceled."""
+    post = _locked_post(post_id)
+    if post.channel.publishes_through_destination:
+        jobs_cancel(
+            post_id=post.pk, actions=[JobAction.PUBLISH, JobAction.UPDATE], reason="Canceled: the post was deleted."
+        )
+        published = post.publication_status == PublicationStatus.PUBLISHED
+        running = PublicationJob.objects.filter(post_id=post.pk, state=JobState.RUNNING).exists()
+        if published or running:
+            _request(post, JobAction.UNPUBLISH)
+    post.delete()
+
+
+# --- outcomes of publication jobs (called by the pipeline, in the transaction that records them) --
+
+
+def post_publication_confirmed(*, job: PublicationJob) -> None:
+    """The destination has the post: a first publication makes it `published`, dated as the file
+    says, and sends `post.published`. Not when the editor has since taken it back (an unpublish
+    job follows this one and takes it down)."""
+    if job.action != JobAction.PUBLISH:
+        return
+    post = _locked_post_or_none(job.post_id)
+    if post is None or post.publication_status == PublicationStatus.PUBLISHED:
+        return
+    if PublicationJob.objects.filter(post_id=post.pk, action=JobAction.UNPUBLISH, id__gt=job.pk).exists():
+        return
+    post.mark_published(at=job.published_at or timezone.now())
+    post.save(update_fields=POST_STATE_FIELDS)
+    _emit(EventKind.POST_PUBLISHED, post)
+
+
+def publication_data(job: PublicationJob) -> dict:
+    """A job as the API's `publication` object and webhook bodies show it."""
+    return {
+        "id": job.pk,
+        "action": job.action,
+        "state": job.state,
+        "attempts": job.attempts,
+        "last_error": job.last_error or None,
+        "reference": job.reference or None,
+        "url": job.url or None,
+        "updated_at": job.updated_at,
+    }
+
+
+def post_publication_failed(*, job: PublicationJob) -> None:
+    """A job failed for good: `post.failed` with the post (null once deleted) and the job's error."""
+    post = Post.objects.select_related("channel__account").filter(pk=job.post_id).first()
+    channel = post.channel if post is not None else job.channel
+    data = {
+        "post": post_webhook_data(post) if post is not None else None,
+        "post_id": job.post_id,
+        "publication": publication_data(job) | {"updated_at": job.updated_at.isoformat()},
+    }
+    event_emit(account=channel.account, kind=EventKind.POST_FAILED, data=data, post_id=job.post_id)

@@ -59,6 +59,8 @@ _CONTENT = {
     "posts.tag": _ALL,
     "posts.media": _ALL,
     "posts.apipublication": _VIEW,
+    # Jobs are written by the pipeline only; "change" is the "Retry now" of a failed one.
+    "publishing.publicationjob": frozenset({"view", "change"}),
 }
 ADMIN_AREA: dict[str, dict[str, frozenset[str]]] = {
     Role.ADMIN: {
@@ -72,6 +74,8 @@ ADMIN_AREA: dict[str, dict[str, frozenset[str]]] = {
         "webhooks.webhookendpoint": _ALL,
         "webhooks.delivery": _VIEW,
         "webhooks.attempt": _VIEW,
+        # Where a channel publishes, with its credentials: the account's admins only.
+        "publishing_git.gitdestination": _ALL,
     },
     # Editors pick a post's channel, so they see channels and teams without changing them.
     Role.EDITOR: {**_CONTENT, "channels.channel": _VIEW, "channels.team": _VIEW},

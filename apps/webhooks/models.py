@@ -14,6 +14,8 @@ class EventKind(models.TextChoices):
     POST_PUBLISHING_PENDING = "post.publishing_pending"
     POST_PUBLISHED = "post.published"
     POST_UNPUBLISHED = "post.unpublished"
+    # A publication job (git, LinkedIn...) failed for good; data.publication says why.
+    POST_FAILED = "post.failed"
     USER_CREATED = "user.created"
     USER_UPDATED = "user.updated"
     USER_DELETED = "user.deleted"

@@ -346,6 +346,10 @@ def load_settings(**env) -> subprocess.CompletedProcess:
     return settings_loaded(SHOW, env, unset=UNSET)
 
 
+# A key for the stored credentials, which production requires (a test value, protecting nothing).
+FERNET_KEY = "oMUpGbfQHoF274Ufbt0rjDQZ1pUMb3C9-nKKiJhh2d8="
+
+
 def settings_from(**env) -> dict:
     result = load_settings(**env)
     assert result.returncode == 0, result.stderr
@@ -413,4 +417,5 @@ def test_production_requires_a_secret_key():
 
 
 def test_production_with_a_secret_key_starts_with_debug_off():
-    assert settings_from(ENVIRONMENT="production", SECRET_KEY="0123456789abcdefghij" * 3)["DEBUG"] is False
+    production = {"ENVIRONMENT": "production", "SECRET_KEY": "0123456789abcdefghij" * 3, "FERNET_KEYS": FERNET_KEY}
+    assert settings_from(**production)["DEBUG"] is False

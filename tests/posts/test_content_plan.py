@@ -60,13 +60,12 @@ def test_due_api_post_becomes_publishing_pending_with_record_and_one_event():
     assert Delivery.objects.filter(event__post_id=post.id).count() == 1
 
 
-@pytest.mark.parametrize("platform", ["blog", "git", "linkedin"])
-def test_due_direct_posts_are_published_with_one_event_each(platform):
-    channel = ChannelFactory(platform=platform)
+def test_due_blog_posts_are_published_with_one_event_each():
+    channel = ChannelFactory(platform="blog")
     posts = [scheduled(channel) for _ in range(3)]
     before = timezone.now()
     result = content_plan_run()
-    assert (result.publishing_pending, result.published) == (0, 3)
+    assert (result.publishing_pending, result.published, result.handed_over) == (0, 3, 0)
     for post in posts:
         post.refresh_from_db()
         assert post.publication_status == "published" and post.published_at >= before
@@ -105,7 +104,7 @@ def test_a_post_back_in_the_workflow_reuses_its_record_reset():
 
 
 def test_many_due_posts_move_in_batches_with_bounded_queries():
-    channel = ChannelFactory(platform="git")
+    channel = ChannelFactory(platform="blog")
     WebhookEndpointFactory(account=channel.account)
     for _ in range(25):
         scheduled(channel)

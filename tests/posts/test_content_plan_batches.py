@@ -28,7 +28,7 @@ def test_posts_due_at_the_same_instant_all_move_across_batches():
 
 
 def test_a_run_reads_each_channel_once_and_reports_its_posts_count():
-    channel = ChannelFactory(platform="git")
+    channel = ChannelFactory(platform="blog")
     WebhookEndpointFactory(account=channel.account)
     PostFactory.create_batch(2, channel=channel)  # not scheduled, still counted
     due = timezone.now() - timedelta(minutes=1)

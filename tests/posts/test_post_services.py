@@ -232,8 +232,8 @@ def test_publish_service_validates_external_fields_itself():
 # --- post_set_status (the admin's status field) ---
 
 
-def test_direct_channel_publishes_and_unpublishes_directly():
-    post = PostFactory(channel=ChannelFactory(platform="git"))
+def test_blog_channel_publishes_and_unpublishes_directly():
+    post = PostFactory(channel=ChannelFactory(platform="blog"))
     post_set_status(post_id=post.id, status="published")
     assert stored(post).publication_status == "published"
     assert stored(post).published_at is not None

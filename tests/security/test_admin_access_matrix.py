@@ -32,8 +32,10 @@ from tests.factories import (
     ApiKeyFactory,
     ApiPublicationFactory,
     ChannelFactory,
+    GitDestinationFactory,
     MediaFactory,
     OperatorFactory,
+    PublicationJobFactory,
     SsoTokenFactory,
     TagFactory,
     TeamFactory,
@@ -57,9 +59,17 @@ AREA = {
     "posts.tag": {"admin": ALL, "editor": ALL},
     "webhooks.webhookendpoint": {"admin": ALL, "editor": ""},
     "webhooks.delivery": {"admin": "view", "editor": ""},
+    # A post's jobs: everyone who edits posts sees them and may retry them ("change").
+    "publishing.publicationjob": {"admin": "view change", "editor": "view change"},
+    # Where a channel publishes, with its credentials: admins only.
+    "publishing_git.gitdestination": {"admin": ALL, "editor": ""},
 }
 # What no one may do, whatever their role: these records are written by the service only.
-NOBODY = {"accounts.ssotoken": "add change", "webhooks.delivery": "add change"}
+NOBODY = {
+    "accounts.ssotoken": "add change",
+    "webhooks.delivery": "add change",
+    "publishing.publicationjob": "add delete",
+}
 WHO = ["operator", "admin_a", "editor_a", "viewer_a", "admin_b", "suspended_admin_a"]
 MISSING = "987654321"
 UUID_MISSING = "00000000-0000-4000-8000-000000000000"
@@ -107,6 +117,14 @@ def build_side(tag: str) -> Side:
     Attempt.objects.create(
         delivery=delivery, number=1, started_at=timezone.now(), request_body=event.body, response_status=500
     )
+    git_channel = ChannelFactory(account=account, title=f"{tag} Git Channel", platform="git")
+    destination = GitDestinationFactory(
+        channel=git_channel, repository_url=f"https://git.{tag.lower()}.example/site.git", token=f"{tag}-token-value"
+    )
+    job = PublicationJobFactory(
+        channel=git_channel, post_id=post.pk, title=f"{tag} Job Title", state="failed",
+        last_error=f"{tag} error sentence",
+    )  # fmt: skip
     side = Side(account=account, admin=users[Role.ADMIN], editor=users[Role.EDITOR], viewer=users[Role.VIEWER])
     side.objects = {
         "accounts.account": account,
@@ -119,11 +137,14 @@ def build_side(tag: str) -> Side:
         "posts.tag": label,
         "webhooks.webhookendpoint": endpoint,
         "webhooks.delivery": delivery,
+        "publishing.publicationjob": job,
+        "publishing_git.gitdestination": destination,
     }
     side.secrets = [
         account.name, member.email, member.name, *(u.email for u in users.values()), team.name, channel.title,
         label.name, post.title, post.slug, f"{tag.lower()}-picture.jpg", key.prefix, key.name, endpoint.url,
-        endpoint.secret, str(delivery.pk), f"{tag} event body",
+        endpoint.secret, str(delivery.pk), f"{tag} event body", git_channel.title, destination.repository_url,
+        f"{tag}-token-value", destination.token_encrypted, job.title, job.last_error,
     ]  # fmt: skip
     # Each side's admin has changed its own post: the admin log must keep that to their account.
     LogEntry.objects.create(

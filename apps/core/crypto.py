@@ -1,0 +1,43 @@
+"""Credentials stored encrypted (git tokens, deploy keys): MultiFernet over FERNET_KEYS, newest key
+first. A value is encrypted with the newest key and read with any, so a key is rotated by putting
+a new one in front, running `manage.py rotate_credentials`, then dropping the old one."""
+
+from functools import cache
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.conf import settings
+
+
+class CredentialUnreadable(Exception):
+    """A stored credential that none of FERNET_KEYS opens (a key dropped too early)."""
+
+
+@cache
+def _fernet(keys: tuple[str, ...]) -> MultiFernet:
+    return MultiFernet([Fernet(key) for key in keys])
+
+
+def _current() -> MultiFernet:
+    return _fernet(tuple(settings.FERNET_KEYS))
+
+
+def encrypt(value: str) -> str:
+    return _current().encrypt(value.encode()).decode()
+
+
+def decrypt(token: str) -> str:
+    try:
+        return _current().decrypt(token.encode()).decode()
+    except InvalidToken:
+        raise CredentialUnreadable(
+            "A stored credential cannot be read with the configured FERNET_KEYS (was the key that "
+            "encrypted it removed?); enter the credential again."
+        ) from None
+
+
+def reencrypt(token: str) -> str:
+    """The same value encrypted with the newest key."""
+    try:
+        return _current().rotate(token.encode()).decode()
+    except InvalidToken:
+        raise CredentialUnreadable("A stored credential cannot be read with the configured FERNET_KEYS.") from None

@@ -1,0 +1,71 @@
+"""Settings → Publishing: every publication job of the account, filterable by state, action and
+channel, with "Retry now" (one job, or the selected ones). Jobs are written by the pipeline only."""
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from apps.core.admin import ObjectButton, ObjectButtonsAdmin, run_on_selected
+from apps.core.errors import DomainError
+from apps.publishing.destinations import PublishError
+from apps.publishing.models import PublicationJob
+from apps.publishing.selectors import reference_url
+from apps.publishing.services import job_retry_now
+
+
+def retry(job: PublicationJob) -> PublicationJob:
+    try:
+        return job_retry_now(job=job)
+    except PublishError as exc:
+        raise DomainError(exc.message) from None
+
+
+def reference_link(job: PublicationJob) -> str:
+    """The job's reference (a commit), linked to its page where the channel has a commit URL."""
+    if not job.reference:
+        return "—"
+    url = reference_url(job)
+    short = job.reference[:12]
+    return format_html('<a href="{}" rel="noopener">{}</a>', url, short) if url else short
+
+
+@admin.register(PublicationJob)
+class PublicationJobAdmin(ObjectButtonsAdmin):
+    list_display = (
+        "__str__", "channel", "action", "state", "attempts", "next_attempt_at", "error", "commit", "updated_at",
+    )  # fmt: skip
+    list_filter = ("state", "action", "channel")
+    search_fields = ("title", "last_error", "reference", "path")
+    list_select_related = ("channel", "channel__git_destination")
+    readonly_fields = (
+        "post_link", "channel", "title", "action", "state", "attempts", "next_attempt_at", "locked_until",
+        "last_error", "commit", "path", "url", "published_at", "scheduled_for", "created_at", "updated_at",
+        "finished_at",
+    )  # fmt: skip
+    fields = readonly_fields
+    actions = ["retry_selected"]
+    object_buttons = (ObjectButton("retry", "Retry now", retry, "The job is queued to run now."),)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="last error")
+    def error(self, job: PublicationJob) -> str:
+        return Truncator(job.last_error).chars(120) or "—"
+
+    @admin.display(description="commit")
+    def commit(self, job: PublicationJob) -> str:
+        return reference_link(job)
+
+    @admin.display(description="post")
+    def post_link(self, job: PublicationJob) -> str:
+        url = reverse("admin:posts_post_change", args=[job.post_id], current_app=self.admin_site.name)
+        return format_html('<a href="{}">{}</a> (post {})', url, job.title, job.post_id)
+
+    @admin.action(description="Retry the selected jobs now")
+    def retry_selected(self, request, queryset):
+        run_on_selected(self, request, queryset, retry, done="{count} job(s) queued to run now.", label=str)

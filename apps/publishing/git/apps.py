@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class GitPublishingConfig(AppConfig):
+    name = "apps.publishing.git"
+    label = "publishing_git"
+    verbose_name = "Publishing"
+
+    def ready(self) -> None:
+        from apps.publishing.destinations import register
+        from apps.publishing.git.destination import KIND
+
+        register(KIND)

@@ -1,0 +1,245 @@
+"""The git destination: each post is one Markdown file with YAML front matter, each job one commit
+on top of the branch's head, pushed without force.
+
+Every action is safe to repeat: a file that already holds what the job would write is not committed
+again, so a job whose outcome was unknown (the push sent, the answer lost) finds its work done.
+"""
+
+import string
+import time
+from datetime import UTC, datetime
+
+import yaml
+
+from apps.publishing.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
+from apps.publishing.git import repository
+from apps.publishing.git.models import GitDestination
+from apps.publishing.models import JobAction
+
+PLACEHOLDERS = ("slug", "id", "year", "month", "day")
+MESSAGE_VERBS = {JobAction.PUBLISH: "Publish", JobAction.UPDATE: "Update", JobAction.UNPUBLISH: "Unpublish"}
+
+
+def check_path_template(template: str) -> None:
+    """PublishError (permanent) when the template could write outside the repository's files."""
+    template = template.strip()
+    if not template:
+        raise PublishError("Enter a path template, e.g. content/posts/{slug}.md.", permanent=True)
+    try:
+        names = [name for _, name, spec, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        raise PublishError(f"The path template {template!r} is malformed ({exc}).", permanent=True) from None
+    unknown = sorted({name for name in names if name not in PLACEHOLDERS})
+    if unknown:
+        raise PublishError(
+            f"The path template uses unknown placeholders {', '.join('{' + n + '}' for n in unknown)}; "
+            f"known: {', '.join('{' + n + '}' for n in PLACEHOLDERS)}.",
+            permanent=True,
+        )
+    if "slug" not in names and "id" not in names:
+        raise PublishError("The path template needs {slug} or {id}, or every post would get the same file.",
+                           permanent=True)  # fmt: skip
+    if template.startswith(("/", "~")) or "\\" in template or ":" in template.split("/")[0]:
+        raise PublishError("The path template must be a relative path inside the repository.", permanent=True)
+    segments = template.split("/")
+    if any(segment in {"", ".", ".."} for segment in segments):
+        raise PublishError("The path template may not contain empty, '.' or '..' parts.", permanent=True)
+    if segments[0].lower() == ".git":
+        raise PublishError("The path template may not write into .git.", permanent=True)
+
+
+def render_template(template: str, *, slug: str, post_id: int, date: datetime) -> str:
+    check_path_template(template)
+    return template.strip().format(
+        slug=slug, id=post_id, year=f"{date.year:04d}", month=f"{date.month:02d}", day=f"{date.day:02d}"
+    )
+
+
+def front_matter(document: Document, *, draft: bool) -> dict:
+    matter = {"title": document.title, "date": _second(document.published_at)}
+    if document.updated_at is not None:
+        matter["lastmod"] = _second(document.updated_at)
+    matter["slug"] = document.slug
+    matter["tags"] = list(document.tags)
+    if document.description:
+        matter["description"] = document.description
+    matter["draft"] = draft
+    matter["id"] = document.post_id
+    return matter
+
+
+def _second(value: datetime) -> datetime:
+    return value.astimezone(UTC).replace(microsecond=0)
+
+
+def render_file(document: Document, *, draft: bool = False) -> bytes:
+    """The post's file: YAML front matter written by the YAML library (any title round-trips), then
+    the body as it is."""
+    matter = yaml.safe_dump(front_matter(document, draft=draft), allow_unicode=True, sort_keys=False, width=10**6)
+    body = document.body if document.body.endswith("\n") or not document.body else document.body + "\n"
+    return f"---\n{matter}---\n\n{body}".encode()
+
+
+def file_post_id(content: bytes) -> int | None:
+    """The post id in a file's front matter (None: not a file this service wrote)."""
+    text = content.decode("utf-8", "replace")
+    if not text.startswith("---\n"):
+        return None
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        return None
+    try:
+        matter = yaml.safe_load(text[4:end])
+    except yaml.YAMLError:
+        return None
+    value = matter.get("id") if isinstance(matter, dict) else None
+    return value if isinstance(value, int) else None
+
+
+def commit_message(verb: str, title: str, *, post_id: int, job_id: int) -> str:
+    subject = " ".join(title.split())
+    return f"{verb} “{subject}”\n\nPost-Id: {post_id}\nPublication-Job-Id: {job_id}\n"
+
+
+class GitPublisher:
+    def __init__(self, destination: GitDestination) -> None:
+        self.setup = destination
+        self.remote = repository.parse_remote(destination.repository_url)
+        self.credentials = repository.Credentials(
+            token=destination.token(), token_username=destination.token_username,
+            ssh_key=destination.ssh_key(), known_hosts=destination.known_hosts,
+        )  # fmt: skip
+
+    def _author(self) -> bytes:
+        name = " ".join(self.setup.author_name.replace("<", "").replace(">", "").split()) or "Content Publishing"
+        return f"{name} <{self.setup.author_email}>".encode()
+
+    def _url(self, document: Document) -> str:
+        if not self.setup.post_url_template:
+            return ""
+        date = document.published_at
+        return self.setup.post_url_template.format(
+            slug=document.slug, id=document.post_id, year=f"{date.year:04d}", month=f"{date.month:02d}",
+            day=f"{date.day:02d}",
+        )  # fmt: skip
+
+    def _timeout(self, job: JobContext) -> float:
+        remaining = job.deadline - time.monotonic()
+        if remaining <= 0:
+            raise PublishError("The repository took too long (PUBLISH_TIMEOUT); it will be tried again.")
+        return remaining
+
+    def _connect(self, job: JobContext):
+        return repository.connect(self.remote, self.credentials, timeout=self._timeout(job))
+
+    def _change(self, job: JobContext, plan) -> Outcome:
+        """Fetch, ask `plan(repo, head)` for (changes, outcome path, message), commit and push;
+        again from a fresh fetch when the branch moved meanwhile."""
+        branch = self.setup.branch
+        try:
+            with repository.cached_copy(self.remote.url) as repo:
+                while True:
+                    with self._connect(job) as (client, path):
+                        head = repository.fetch_head(client, path, repo, branch)
+                        changes, kept_path, message = plan(repo, head.commit)
+                        if not changes:
+                            commit = head.commit.decode() if head.commit else ""
+                            return Outcome(reference=commit, path=kept_path)
+                        try:
+                            commit = repository.commit_and_push(
+                                client, path, repo, branch=branch, parent=head.commit, changes=changes,
+                                message=message, author=self._author(),
+                            )  # fmt: skip
+                        except repository.BranchMoved:
+                            self._timeout(job)
+                            continue
+                        return Outcome(reference=commit.decode(), path=kept_path)
+        except Exception as exc:
+            raise repository.describe_failure(exc, self.remote, branch) from exc
+
+    def publish(self, job: JobContext, document: Document) -> Outcome:
+        target = render_template(
+            self.setup.path_template, slug=document.slug, post_id=document.post_id, date=document.published_at
+        )
+        content = render_file(document)
+        verb = MESSAGE_VERBS[JobAction(job.action)]
+
+        def plan(repo, head):
+            existing = repository.read_file(repo, head, target)
+            if existing is not None and existing != content and file_post_id(existing) != document.post_id:
+                raise PublishError(
+                    f"{target} already holds another file (of post {file_post_id(existing) or 'unknown'}); it is "
+                    "never overwritten: give this post another slug, or change the channel's path template.",
+                    permanent=True,
+                )
+            changes: dict[str, bytes | None] = {}
+            if existing != content:
+                changes[target] = content
+            old = job.previous_path
+            if old and old != target and repository.read_file(repo, head, old) is not None:
+                old_content = repository.read_file(repo, head, old)
+                if file_post_id(old_content) == document.post_id:
+                    changes[old] = None  # the slug changed: the file moves, in the same commit
+            return changes, target, commit_message(verb, document.title, post_id=document.post_id, job_id=job.job_id)
+
+        return self._with_url(self._change(job, plan), document)
+
+    def _with_url(self, outcome: Outcome, document: Document) -> Outcome:
+        return Outcome(reference=outcome.reference, path=outcome.path, url=self._url(document))
+
+    def unpublish(self, job: JobContext, document: Document | None) -> Outcome:
+        post_id = document.post_id if document else None
+
+        def plan(repo, head):
+            target = job.previous_path
+            if not target and document is not None:
+                target = render_template(
+                    self.setup.path_template, slug=document.slug, post_id=document.post_id,
+                    date=document.published_at,
+                )  # fmt: skip
+            existing = repository.read_file(repo, head, target) if target else None
+            message = commit_message("Unpublish", job.title, post_id=post_id or 0, job_id=job.job_id)
+            if existing is None or (post_id is not None and file_post_id(existing) not in (post_id, None)):
+                return {}, "", message  # nothing of ours there: already down
+            if self.setup.unpublish_keeps_file and document is not None:
+                draft = render_file(document, draft=True)
+                return ({target: draft} if draft != existing else {}), target, message
+            return {target: None}, "", message
+
+        return self._change(job, plan)
+
+    def check(self) -> str:
+        """Reach the repository and describe the branch's head."""
+        deadline = time.monotonic() + 30
+        context = JobContext(job_id=0, action="check", title="", previous_path="", deadline=deadline)
+        try:
+            with repository.cached_copy(self.remote.url) as repo, self._connect(context) as (client, path):
+                head = repository.fetch_head(client, path, repo, self.setup.branch)
+                if head.commit is None:
+                    return (f"Connected to {self.remote.url}: the repository is empty; the first publication "
+                            f"creates the branch {self.setup.branch!r}.")  # fmt: skip
+                commit = repo[head.commit]
+                subject = commit.message.decode("utf-8", "replace").splitlines()[0] if commit.message else ""
+                when = datetime.fromtimestamp(commit.commit_time, tz=UTC)
+                return (
+                    f"Connected to {self.remote.url}: branch {self.setup.branch!r} is at "
+                    f"{head.commit.decode()[:12]} “{subject}” by {commit.author.decode('utf-8', 'replace')}, "
+                    f"{when:%Y-%m-%d %H:%M} UTC."
+                )
+        except Exception as exc:
+            raise repository.describe_failure(exc, self.remote, self.setup.branch) from exc
+
+
+def load(channel_id: int) -> GitPublisher | None:
+    setup = GitDestination.objects.filter(channel_id=channel_id).first()
+    return None if setup is None else GitPublisher(setup)
+
+
+KIND = DestinationKind(
+    platform="git",
+    load=load,
+    missing=(
+        "This git channel has no repository set up: add one in Settings → Publishing → Git destinations "
+        "(or with `manage.py connect_git`)."
+    ),
+)

@@ -1,0 +1,123 @@
+import json
+import os
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.channels.models import Channel
+from apps.core.errors import DomainError
+from apps.publishing.git.models import DEFAULT_PATH_TEMPLATE, GitDestination
+from apps.publishing.git.services import KEEP, GitSettings, git_destination_save
+
+
+def destination_data(destination: GitDestination) -> dict:
+    """The set-up as scripts see it: everything but the secrets (which are only said to be there)."""
+    return {
+        "channel_id": destination.channel_id,
+        "repository_url": destination.repository_url,
+        "branch": destination.branch,
+        "path_template": destination.path_template,
+        "author_name": destination.author_name,
+        "author_email": destination.author_email,
+        "token_username": destination.token_username,
+        "has_token": destination.has_token,
+        "has_ssh_key": destination.has_ssh_key,
+        "has_known_hosts": bool(destination.known_hosts.strip()),
+        "unpublish_keeps_file": destination.unpublish_keeps_file,
+        "post_url_template": destination.post_url_template,
+        "commit_url_template": destination.commit_url_template,
+    }
+
+
+class Failure(Exception):
+    def __init__(self, code: str, message: str, details: dict | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.details = code, message, details
+
+
+class Command(BaseCommand):
+    help = (
+        "Set a git channel up to commit its posts to a repository (token from an environment variable, or an "
+        "SSH deploy key with the host's known_hosts lines). Secrets are stored encrypted and never printed."
+    )
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        if "--json" in sys.argv:
+            # Usage errors too are JSON on stderr for scripts that asked for JSON.
+            def error(message):
+                sys.stderr.write(json.dumps({"error": {"code": "usage", "message": message}}) + "\n")
+                sys.exit(2)
+
+            parser.error = error
+        return parser
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("channel_id", type=int)
+        parser.add_argument("--url", required=True, help="https://..., ssh://... or git@host:path")
+        parser.add_argument("--branch", default="main")
+        parser.add_argument("--path", default=DEFAULT_PATH_TEMPLATE, help="path template, e.g. content/posts/{slug}.md")
+        parser.add_argument("--author-name", default=None)
+        parser.add_argument("--author-email", default=None)
+        credentials = parser.add_mutually_exclusive_group()
+        credentials.add_argument("--token-env", metavar="VAR", help="the environment variable holding the token")
+        credentials.add_argument("--ssh-key-file", metavar="F", help="a file holding the SSH private key")
+        parser.add_argument("--known-hosts-file", metavar="F", help="known_hosts lines of the ssh host")
+        parser.add_argument("--json", action="store_true", help="print the destination as JSON (errors on stderr)")
+
+    def handle(self, *args, **options):
+        try:
+            destination = self._connect(options)
+        except Failure as failure:
+            if options["json"]:
+                error = {"code": failure.code, "message": failure.message}
+                if failure.details:
+                    error["details"] = failure.details
+                sys.stderr.write(json.dumps({"error": error}) + "\n")
+                sys.exit(1)
+            raise CommandError(failure.message) from None
+        if options["json"]:
+            self.stdout.write(json.dumps(destination_data(destination)))
+        else:
+            self.stdout.write(
+                f"Channel {destination.channel_id} commits to {destination.repository_url} "
+                f"({destination.branch}, {destination.path_template})."
+            )
+
+    def _connect(self, options) -> GitDestination:
+        channel = Channel.objects.filter(pk=options["channel_id"]).first()
+        if channel is None:
+            raise Failure("not_found", f"No channel with id {options['channel_id']}.")
+        token, ssh_key = KEEP, KEEP
+        if options["token_env"]:
+            token = os.environ.get(options["token_env"], "")
+            if not token.strip():
+                raise Failure("missing_token", f"The environment variable {options['token_env']} is not set or empty.")
+        if options["ssh_key_file"]:
+            ssh_key = self._read(options["ssh_key_file"], "SSH key")
+        known_hosts = self._read(options["known_hosts_file"], "known hosts") if options["known_hosts_file"] else None
+        existing = GitDestination.objects.filter(channel=channel).first()
+        defaults = GitSettings(repository_url="")
+        settings = GitSettings(
+            repository_url=options["url"],
+            branch=options["branch"],
+            path_template=options["path"],
+            author_name=options["author_name"] or (existing.author_name if existing else defaults.author_name),
+            author_email=options["author_email"] or (existing.author_email if existing else defaults.author_email),
+            known_hosts=known_hosts if known_hosts is not None else (existing.known_hosts if existing else ""),
+            token_username=existing.token_username if existing else defaults.token_username,
+            unpublish_keeps_file=existing.unpublish_keeps_file if existing else False,
+            post_url_template=existing.post_url_template if existing else "",
+            commit_url_template=existing.commit_url_template if existing else "",
+        )
+        try:
+            return git_destination_save(channel=channel, settings=settings, token=token, ssh_key=ssh_key)
+        except DomainError as exc:
+            raise Failure(exc.code, exc.message, exc.details) from None
+
+    def _read(self, path: str, what: str) -> str:
+        try:
+            return Path(path).read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise Failure("unreadable_file", f"Cannot read the {what} file {path}: {exc}.") from None

@@ -1,0 +1,352 @@
+"""A remote git repository reached with dulwich (pure Python; no git binary at run time): which
+remotes are allowed, how each is reached, and one commit pushed on top of a branch.
+
+Each worker keeps a bare copy of every repository it publishes to (GIT_CACHE_DIR), so a job
+fetches only what is new. A push is never forced: when the branch moved since the fetch (someone
+else pushed), the commit is made again on top of the new head.
+"""
+
+import hashlib
+import ipaddress
+import os
+import re
+import shlex
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from dulwich.client import GitClient, HttpGitClient, HTTPUnauthorized, LocalGitClient, SSHGitClient
+from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.object_store import commit_tree_changes, tree_lookup_path
+from dulwich.objects import Blob, Commit, Tree
+from dulwich.repo import Repo
+
+from apps.publishing.destinations import PublishError
+from apps.webhooks import transport
+
+USER_AGENT = "ContentPublishingService-Git/1.0"
+PUSH_TRIES = 5
+FILE_MODE = stat.S_IFREG | 0o644
+_SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/\s]+)@)?(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]):(?P<path>[^/].*|/.*)$")
+
+
+@dataclass(frozen=True)
+class Remote:
+    kind: str  # "https", "http", "ssh" or "local"
+    url: str
+    host: str = ""
+    port: int | None = None
+    user: str = ""
+    path: str = ""
+
+
+def parse_remote(url: str) -> Remote:
+    """The remote a repository URL names, or PublishError (permanent) saying what is wrong with it."""
+    url = url.strip()
+    if not url:
+        raise PublishError("Enter the repository's URL.", permanent=True)
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme in {"https", "http"}:
+        if parts.username or parts.password:
+            raise PublishError(
+                "Put the token in the token field, not in the URL (a URL is shown and logged; the token is "
+                "stored encrypted).",
+                permanent=True,
+            )
+        if not parts.hostname or not parts.path.strip("/"):
+            raise PublishError(f"{url!r} names no repository: use https://host/owner/repo.git.", permanent=True)
+        if scheme == "http" and not settings.GIT_ALLOW_LOCAL_REPOSITORIES:
+            raise PublishError(
+                "Use https://: plain http:// would send the token unencrypted (allowed only with "
+                "GIT_ALLOW_LOCAL_REPOSITORIES=true, for development and tests).",
+                permanent=True,
+            )
+        return Remote(kind=scheme, url=url, host=parts.hostname, port=parts.port, path=parts.path)
+    if scheme == "ssh":
+        if not parts.hostname or not parts.path.strip("/"):
+            raise PublishError(f"{url!r} names no repository: use ssh://git@host/owner/repo.git.", permanent=True)
+        return Remote(kind="ssh", url=url, host=parts.hostname, port=parts.port, user=parts.username or "git",
+                      path=parts.path)  # fmt: skip
+    if scheme == "file" or (not scheme and url.startswith(("/", "./", "../", "~"))):
+        if not settings.GIT_ALLOW_LOCAL_REPOSITORIES:
+            raise PublishError(
+                "Local repositories are allowed only with GIT_ALLOW_LOCAL_REPOSITORIES=true (development and "
+                "tests); use an https:// or ssh:// URL.",
+                permanent=True,
+            )
+        path = parts.path if scheme == "file" else os.path.expanduser(url)
+        return Remote(kind="local", url=url, path=path)
+    scp = _SCP_LIKE.match(url) if not scheme or len(scheme) > 1 else None
+    if scp and "://" not in url:
+        return Remote(kind="ssh", url=url, host=scp["host"].strip("[]"), user=scp["user"] or "git", path=scp["path"])
+    raise PublishError(
+        f"{url!r} is not a repository URL this service can reach: use https://host/owner/repo.git, "
+        "ssh://git@host/owner/repo.git or git@host:owner/repo.git.",
+        permanent=True,
+    )
+
+
+def check_host(remote: Remote) -> str | None:
+    """Why the remote's host may not be reached (the webhook sender's address guard), or None."""
+    if remote.kind == "local":
+        return None
+    if remote.kind in {"https", "http"}:
+        return transport.check_url(remote.url)
+    if settings.WEBHOOK_ALLOW_PRIVATE_TARGETS:
+        return None
+    try:
+        addresses = transport.resolve(remote.host, remote.port or 22)
+    except (OSError, UnicodeError):
+        return f"The host {remote.host!r} does not resolve."
+    blocked = sorted(a for a in addresses if not transport.is_public_address(a))
+    if blocked:
+        return f"The host resolves to an address that is not publicly routable: {', '.join(blocked)}."
+    return None
+
+
+@dataclass(frozen=True)
+class Credentials:
+    token: str = ""
+    token_username: str = ""
+    ssh_key: str = ""
+    known_hosts: str = ""
+
+
+@contextmanager
+def connect(remote: Remote, credentials: Credentials, *, timeout: float) -> Iterator[tuple[GitClient, str]]:
+    """A dulwich client for the remote and the path to give it."""
+    problem = check_host(remote)
+    if problem:
+        raise PublishError(f"The repository's host is not allowed: {problem}", permanent=True)
+    if remote.kind == "local":
+        yield LocalGitClient(), remote.path
+        return
+    if remote.kind in {"https", "http"}:
+        client = HttpGitClient(
+            remote.url.rstrip("/"),
+            # The webhook sender's guarded pools: every address the host resolves to is checked
+            # before any is dialled (no private address, no DNS rebinding).
+            pool_manager=transport.pool_manager(),
+            username=(credentials.token_username or "x-access-token") if credentials.token else None,
+            password=credentials.token or None,
+            timeout=timeout,
+            extra_headers={"User-Agent": USER_AGENT},
+        )
+        yield client, ""
+        return
+    if not credentials.ssh_key:
+        raise PublishError("An ssh:// repository needs a private key (a deploy key) in the channel's git settings.",
+                           permanent=True)  # fmt: skip
+    if not credentials.known_hosts.strip():
+        raise PublishError(
+            f"An ssh:// repository needs the host's public key: add the output of `ssh-keyscan {remote.host}` "
+            "(checked against the host's published fingerprints) to the known hosts field.",
+            permanent=True,
+        )
+    with tempfile.TemporaryDirectory(prefix="cps-ssh-") as folder:
+        key_file, hosts_file = Path(folder) / "key", Path(folder) / "known_hosts"
+        key_file.write_text(credentials.ssh_key.strip() + "\n")
+        key_file.chmod(0o600)
+        hosts_file.write_text(credentials.known_hosts.strip() + "\n")
+        seconds = max(1, int(timeout))
+        # The host's key must be the one given: never accept-new, never the machine's own files.
+        command = " ".join(
+            shlex.quote(part)
+            for part in (
+                "ssh", "-F", "/dev/null", "-i", str(key_file), "-o", "IdentitiesOnly=yes",
+                "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={hosts_file}",
+                "-o", "GlobalKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={seconds}",
+                "-o", f"ServerAliveInterval={seconds}", "-o", "ServerAliveCountMax=1",
+            )
+        )  # fmt: skip
+        yield SSHGitClient(remote.host, port=remote.port, username=remote.user, ssh_command=command), remote.path
+
+
+def describe_failure(exc: BaseException, remote: Remote, branch: str) -> PublishError:
+    """A sentence a user can act on for what dulwich (or the network) raised."""
+    text = str(exc)
+    if isinstance(exc, PublishError):
+        return exc
+    if isinstance(exc, HTTPUnauthorized) or "resp 403" in text:
+        return PublishError(
+            "The repository refused the credentials (HTTP 401/403): check that the token is valid, not "
+            "expired, and may write to the repository (see docs/publishing.md for the least scope that works).",
+            permanent=True,
+        )
+    if isinstance(exc, NotGitRepository) or "resp 404" in text:
+        return PublishError(
+            f"No git repository at {remote.url} (or the token may not see it): check the URL.", permanent=True
+        )
+    if "Host key verification failed" in text or "REMOTE HOST IDENTIFICATION HAS CHANGED" in text:
+        return PublishError(
+            f"The host key of {remote.host} does not match the known hosts given: if the host really changed its "
+            "key, check its new fingerprint and replace the known hosts; otherwise someone may be in between.",
+            permanent=True,
+        )
+    if "Permission denied" in text and remote.kind == "ssh":
+        return PublishError(
+            f"{remote.host} refused the private key: add its public half as a deploy key with write access.",
+            permanent=True,
+        )
+    if isinstance(exc, transport.BlockedAddress) or "not allowed (not a public address" in text:
+        return PublishError(f"The repository's host is not allowed: {text}", permanent=True)
+    if "timed out" in text.lower() or isinstance(exc, TimeoutError):
+        return PublishError(f"The repository did not answer in time ({text}); it will be tried again.")
+    if isinstance(exc, GitProtocolError | HangupException | OSError):
+        return PublishError(
+            f"The repository could not be reached: {text or type(exc).__name__}; it will be tried again."
+        )
+    return PublishError(f"{type(exc).__name__}: {text}")
+
+
+_cache_locks: dict[str, threading.Lock] = {}
+_cache_locks_guard = threading.Lock()
+
+
+@contextmanager
+def cached_copy(url: str) -> Iterator[Repo]:
+    """This worker's bare copy of the repository at `url` (one thread at a time uses it)."""
+    name = hashlib.sha256(url.encode()).hexdigest()[:24]
+    folder = Path(settings.GIT_CACHE_DIR) / f"{name}.git"
+    with _cache_locks_guard:
+        lock = _cache_locks.setdefault(name, threading.Lock())
+    with lock:
+        if not (folder / "objects").is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
+            repo = Repo.init_bare(str(folder))
+        else:
+            repo = Repo(str(folder))
+        try:
+            yield repo
+        finally:
+            repo.close()
+
+
+def branch_ref(branch: str) -> bytes:
+    return b"refs/heads/" + branch.encode()
+
+
+@dataclass
+class Head:
+    commit: bytes | None  # None: the branch does not exist (yet)
+    refs: dict
+
+
+def fetch_head(client: GitClient, path: str, repo: Repo, branch: str) -> Head:
+    """Fetch the branch's head into `repo`. An empty repository has no head (the branch is made by
+    the first push); a repository with branches but not this one is an error."""
+    ref = branch_ref(branch)
+
+    def wants(refs, depth=None):
+        head = refs.get(ref)
+        return [head] if head and head not in repo.object_store else []
+
+    result = client.fetch(path, repo, determine_wants=wants)
+    refs = {name: value for name, value in result.refs.items() if value}
+    head = refs.get(ref)
+    if head is None and any(name.startswith(b"refs/heads/") for name in refs):
+        branches = sorted(
+            name[len(b"refs/heads/") :].decode(errors="replace") for name in refs if name.startswith(b"refs/heads/")
+        )
+        raise PublishError(
+            f"The branch {branch!r} does not exist in the repository (it has: {', '.join(branches[:10])}): create it "
+            "or choose one of those in the channel's git settings.",
+            permanent=True,
+        )
+    return Head(commit=head, refs=refs)
+
+
+def read_file(repo: Repo, commit: bytes | None, path: str) -> bytes | None:
+    if commit is None:
+        return None
+    tree = repo[commit].tree
+    try:
+        _, sha = tree_lookup_path(repo.object_store.__getitem__, tree, path.encode())
+    except KeyError:
+        return None
+    obj = repo.object_store[sha]
+    return obj.data if isinstance(obj, Blob) else None
+
+
+class BranchMoved(Exception):
+    """Someone else pushed between our fetch and our push."""
+
+
+def commit_and_push(
+    client: GitClient,
+    path: str,
+    repo: Repo,
+    *,
+    branch: str,
+    parent: bytes | None,
+    changes: dict[str, bytes | None],
+    message: str,
+    author: bytes,
+) -> bytes:
+    """Commit `changes` (path -> new content, None to delete) on top of `parent` and push it as the
+    branch's new head, only if the branch is still at `parent` (BranchMoved otherwise)."""
+    store = repo.object_store
+    base_tree = store[parent].tree if parent else _empty_tree(repo)
+    entries = []
+    for file_path, content in changes.items():
+        if content is None:
+            entries.append((file_path.encode(), None, None))
+            continue
+        blob = Blob.from_string(content)
+        store.add_object(blob)
+        entries.append((file_path.encode(), FILE_MODE, blob.id))
+    commit = Commit()
+    commit.tree = commit_tree_changes(store, base_tree, entries)
+    commit.parents = [parent] if parent else []
+    commit.author = commit.committer = author
+    commit.commit_time = commit.author_time = int(time.time())
+    commit.commit_timezone = commit.author_timezone = 0
+    commit.encoding = b"UTF-8"
+    commit.message = message.encode()
+    store.add_object(commit)
+    ref = branch_ref(branch)
+
+    def update_refs(refs):
+        if refs.get(ref) != parent:
+            raise BranchMoved
+        return {ref: commit.id}
+
+    result = client.send_pack(path, update_refs, generate_pack_data=repo.generate_pack_data)
+    status = (result.ref_status or {}).get(ref)
+    if status is not None:
+        if "fast-forward" in status or "fetch first" in status or "stale" in status or "lock" in status:
+            raise BranchMoved
+        raise PublishError(f"The repository refused the push: {status}.", permanent="protected" in status or
+                           "denied" in status or "hook" in status)  # fmt: skip
+    return commit.id
+
+
+def _empty_tree(repo: Repo) -> bytes:
+    tree = Tree()
+    repo.object_store.add_object(tree)
+    return tree.id
+
+
+def with_retries_on_move(attempt: Callable[[], bytes]) -> bytes:
+    for _ in range(PUSH_TRIES):
+        try:
+            return attempt()
+        except BranchMoved:
+            continue
+    raise PublishError(f"The branch kept moving under {PUSH_TRIES} pushes in a row; it will be tried again.")
+
+
+def is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,27 @@
+from collections import namedtuple
+from collections.abc import Iterable
+
+from django.db.models import Max
+
+from apps.publishing.models import PublicationJob
+
+# A post's publication as the API shows it: its latest job (blank texts as null).
+Publication = namedtuple("Publication", "id action state attempts last_error reference url updated_at")
+
+
+def latest_publications(post_ids: Iterable[int]) -> dict[int, Publication]:
+    """The latest job of each of the posts that have one, by post id (one query)."""
+    latest = PublicationJob.objects.filter(post_id__in=list(post_ids)).values("post_id").annotate(last=Max("id"))
+    jobs = PublicationJob.objects.filter(id__in=latest.values("last")).values_list(
+        "post_id", "id", "action", "state", "attempts", "last_error", "reference", "url", "updated_at"
+    )
+    return {
+        post_id: Publication(job_id, action, state, attempts, error or None, reference or None, url or None, updated)
+        for post_id, job_id, action, state, attempts, error, reference, url, updated in jobs
+    }
+
+
+def reference_url(job: PublicationJob) -> str:
+    """The page of the job's reference (a commit), where the channel's destination has one."""
+    setup = getattr(job.channel, "git_destination", None)
+    return setup.commit_url(job.reference) if setup is not None else ""

@@ -1,0 +1,290 @@
+"""The publishing pipeline: jobs written in the transaction of the change that calls for them (an
+outbox, as the webhooks are), carried out by workers one at a time per channel, in order, with
+leases, retries on a schedule and a sweeper.
+
+A job is claimed with a lease (`locked_until`); a worker that dies leaves it to be claimed again
+once the lease runs out. Destinations make every action safe to repeat (git compares the file
+with what it would write before committing), so a job whose outcome is unknown (a timeout after
+the push was sent) is simply run again: it finds its work done and confirms it.
+"""
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+
+from apps.channels.models import Channel
+from apps.publishing.destinations import (
+    Destination,
+    JobContext,
+    Outcome,
+    PublishError,
+    destination_for,
+    subject,
+)
+from apps.publishing.models import UNFINISHED, JobAction, JobState, PublicationJob, unleased
+
+logger = logging.getLogger(__name__)
+
+SWEEP_BATCH = 1000
+# A channel's run hands its thread back after this long (and its channel to the broker), so a
+# channel with a long queue takes turns with the others.
+RUN_BUDGET = 60.0
+CANCELED = "Canceled: the post was taken back to draft before it was published."
+
+
+@dataclass(frozen=True)
+class JobInput:
+    channel_id: int
+    post_id: int
+    title: str
+    action: str
+    scheduled_for: datetime | None = None
+
+
+def _lease_seconds() -> int:
+    # A job starts no new operation after PUBLISH_TIMEOUT and each operation times out after it.
+    return settings.PUBLISH_TIMEOUT * 2 + 10
+
+
+def jobs_enqueue(*, items: Iterable[JobInput]) -> list[PublicationJob]:
+    """Write jobs in the caller's transaction; hand their channels to the broker after commit.
+
+    A post that already has a queued job of the same action gets no second one: that job reads the
+    post when it runs, so it carries the newer change too.
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("jobs_enqueue must run inside the transaction of the change that calls for it")
+    items = list(items)
+    if not items:
+        return []
+    queued = set(
+        PublicationJob.objects.filter(post_id__in={item.post_id for item in items}, state=JobState.QUEUED).values_list(
+            "post_id", "action"
+        )
+    )
+    now = timezone.now()
+    jobs = []
+    for item in items:
+        if (item.post_id, item.action) in queued:
+            continue
+        queued.add((item.post_id, item.action))
+        jobs.append(
+            PublicationJob(
+                channel_id=item.channel_id, post_id=item.post_id, title=item.title[:300], action=item.action,
+                scheduled_for=item.scheduled_for, next_attempt_at=now, created_at=now,
+            )
+        )  # fmt: skip
+    PublicationJob.objects.bulk_create(jobs)
+    channel_ids = sorted({job.channel_id for job in jobs})
+    if channel_ids:
+        transaction.on_commit(partial(enqueue_channels, channel_ids))
+    return jobs
+
+
+def job_enqueue(*, channel_id: int, post_id: int, title: str, action: str) -> PublicationJob | None:
+    jobs = jobs_enqueue(items=[JobInput(channel_id=channel_id, post_id=post_id, title=title, action=action)])
+    return jobs[0] if jobs else None
+
+
+def jobs_cancel(*, post_id: int, actions: Iterable[str], reason: str = CANCELED) -> int:
+    """Fail the post's queued jobs of these actions (not those running: their outcome will tell)."""
+    now = timezone.now()
+    return PublicationJob.objects.filter(post_id=post_id, state=JobState.QUEUED, action__in=list(actions)).update(
+        state=JobState.FAILED, last_error=reason, finished_at=now, updated_at=now
+    )
+
+
+def enqueue_channels(channel_ids: list[int]) -> None:
+    """Give the broker a run of each channel. A broker that is down loses nothing: the jobs are in
+    the database, and the sweeper hands their channels over once it is back."""
+    from apps.publishing.tasks import run_channel
+
+    try:
+        with run_channel.app.producer_or_acquire() as producer:
+            for channel_id in channel_ids:
+                run_channel.apply_async((channel_id,), retry=False, producer=producer)
+    except Exception as exc:  # the broker's errors vary by transport; none may fail the caller
+        logger.warning("broker unavailable, %d channels' jobs left for the sweeper: %s", len(channel_ids), exc)
+
+
+def jobs_sweep(*, limit: int = SWEEP_BATCH) -> int:
+    """Hand the broker every channel with a job due and held by no worker: never handed over (the
+    broker was down), a retry whose time has come, or one whose holder died (its lease ran out)."""
+    now = timezone.now()
+    channel_ids = sorted(
+        set(
+            PublicationJob.objects.filter(unleased(now), state__in=UNFINISHED, next_attempt_at__lte=now)
+            .order_by()
+            .values_list("channel_id", flat=True)
+            .distinct()[:limit]
+        )
+    )
+    if channel_ids:
+        enqueue_channels(channel_ids)
+        logger.info("publishing sweep enqueued channels=%d", len(channel_ids))
+    return len(channel_ids)
+
+
+def _claim_head(channel_id: int) -> PublicationJob | None:
+    """Take the channel's oldest unfinished job, when it is due and no worker holds it. The later
+    jobs of the channel wait behind it, so the channel's jobs run one at a time, in order."""
+    now = timezone.now()
+    head = PublicationJob.objects.filter(channel_id=channel_id, state__in=UNFINISHED).order_by("id").first()
+    if head is None or head.next_attempt_at > now:
+        return None
+    if head.locked_until is not None and head.locked_until >= now:
+        return None
+    lease = now + timedelta(seconds=_lease_seconds())
+    published_at = head.published_at
+    if published_at is None and head.action == JobAction.PUBLISH:
+        published_at = now.replace(microsecond=0)
+    # A conditional UPDATE is atomic: of two workers that read the same head, one wins.
+    taken = PublicationJob.objects.filter(
+        pk=head.pk, state=head.state, attempts=head.attempts, locked_until=head.locked_until
+    ).update(
+        state=JobState.RUNNING, attempts=head.attempts + 1, locked_until=lease, published_at=published_at,
+        updated_at=now,
+    )  # fmt: skip
+    if not taken:
+        return None
+    head.state, head.attempts, head.locked_until, head.published_at = (
+        JobState.RUNNING, head.attempts + 1, lease, published_at,
+    )  # fmt: skip
+    return head
+
+
+def _previous_path(job: PublicationJob) -> str:
+    last = (
+        PublicationJob.objects.filter(post_id=job.post_id, channel_id=job.channel_id, state=JobState.SUCCEEDED)
+        .order_by("-id")
+        .values_list("path", flat=True)
+        .first()
+    )
+    return last or ""
+
+
+def _destination(job: PublicationJob) -> Destination:
+    channel = Channel.objects.only("platform").get(pk=job.channel_id)
+    return destination_for(
+        channel_id=job.channel_id, platform=channel.platform, platform_name=channel.get_platform_display()
+    )
+
+
+def _carry_out(job: PublicationJob) -> Outcome:
+    destination = _destination(job)
+    document = subject().document(post_id=job.post_id, action=job.action, published_at=job.published_at)
+    context = JobContext(
+        job_id=job.pk, action=job.action, title=job.title, previous_path=_previous_path(job),
+        deadline=time.monotonic() + settings.PUBLISH_TIMEOUT,
+    )  # fmt: skip
+    if job.action == JobAction.UNPUBLISH:
+        return destination.unpublish(context, document)
+    if document is None:
+        raise PublishError("The post was deleted before it could be published.", permanent=True)
+    return destination.publish(context, document)
+
+
+def job_run(job: PublicationJob) -> PublicationJob | None:
+    """Carry out a claimed job and record its outcome; return the job as recorded (None when its
+    lease ran out first and another worker took it over)."""
+    started = time.monotonic()
+    outcome, error, permanent = None, "", False
+    try:
+        outcome = _carry_out(job)
+    except PublishError as exc:
+        error, permanent = exc.message, exc.permanent
+    except Exception as exc:  # a destination's bug must not leave the job running forever
+        logger.exception("publication job=%s failed unexpectedly", job.pk)
+        error = f"Unexpected error ({type(exc).__name__}); the details are in the worker's log. It will be retried."
+    recorded = _record(job, outcome=outcome, error=error, permanent=permanent)
+    logger.info(
+        "publication job=%s channel=%s post=%s action=%s attempt=%d state=%s duration_ms=%d%s",
+        job.pk, job.channel_id, job.post_id, job.action, job.attempts,
+        recorded.state if recorded else "lease-lost", int((time.monotonic() - started) * 1000),
+        f" error={error!r}" if error else "",
+    )  # fmt: skip
+    return recorded
+
+
+@transaction.atomic
+def _record(job: PublicationJob, *, outcome: Outcome | None, error: str, permanent: bool) -> PublicationJob | None:
+    # The lease is the lock: only its holder writes the outcome.
+    current = PublicationJob.objects.select_for_update().filter(pk=job.pk, locked_until=job.locked_until).first()
+    if current is None:
+        logger.warning("publication job=%s outlived its lease; its outcome is not recorded", job.pk)
+        return None
+    now = timezone.now()
+    current.locked_until = None
+    if outcome is not None:
+        current.state, current.finished_at, current.last_error = JobState.SUCCEEDED, now, ""
+        current.reference, current.path, current.url = outcome.reference, outcome.path, outcome.url
+    elif permanent or current.attempts > len(settings.PUBLISH_RETRY_DELAYS):
+        current.state, current.finished_at, current.last_error = JobState.FAILED, now, error
+    else:
+        current.state, current.last_error = JobState.QUEUED, error
+        current.next_attempt_at = now + timedelta(seconds=settings.PUBLISH_RETRY_DELAYS[current.attempts - 1])
+    current.save()
+    if current.state == JobState.SUCCEEDED:
+        subject().confirmed(job=current)
+    elif current.state == JobState.FAILED:
+        subject().failed(job=current)
+        transaction.on_commit(partial(_tell_admins_failed, current.pk))
+    return current
+
+
+def channel_run(channel_id: int, *, budget: float = RUN_BUDGET) -> int:
+    """Carry out the channel's due jobs one after the other; return how many ran. A run that uses
+    up its budget hands the channel back to the broker for the rest."""
+    started = time.monotonic()
+    ran = 0
+    while (job := _claim_head(channel_id)) is not None:
+        job_run(job)
+        ran += 1
+        if time.monotonic() - started > budget:
+            enqueue_channels([channel_id])
+            break
+    return ran
+
+
+@transaction.atomic
+def job_retry_now(*, job: PublicationJob) -> PublicationJob:
+    """Run a failed job again now (a queued one waiting for its retry: now rather than later)."""
+    job = PublicationJob.objects.select_for_update().get(pk=job.pk)
+    if job.state == JobState.SUCCEEDED:
+        raise PublishError("This job has succeeded; there is nothing to retry.")
+    if job.state == JobState.RUNNING and job.locked_until and job.locked_until >= timezone.now():
+        raise PublishError("This job is running now.")
+    job.state, job.next_attempt_at, job.finished_at, job.locked_until = JobState.QUEUED, timezone.now(), None, None
+    job.save(update_fields=["state", "next_attempt_at", "finished_at", "locked_until", "updated_at"])
+    transaction.on_commit(partial(enqueue_channels, [job.channel_id]))
+    return job
+
+
+def _tell_admins_failed(job_id: int) -> None:
+    job = PublicationJob.objects.select_related("channel__account").filter(pk=job_id).first()
+    if job is None:
+        return
+    account = job.channel.account
+    recipients = [email for email in account.users.active_admins().values_list("email", flat=True) if email]
+    if not recipients:
+        return
+    context = {
+        "job": job,
+        "url": f"{settings.SITE_URL}{reverse('admin:publishing_publicationjob_change', args=[job.pk])}",
+    }
+    subject_line = render_to_string("publishing/job_failed_email_subject.txt", context).strip()
+    body = render_to_string("publishing/job_failed_email.txt", context)
+    try:
+        send_mail(subject_line, body, None, recipients)
+    except Exception as exc:  # smtplib and socket errors vary by backend; the failure stands recorded
+        logger.warning("e-mail about failed publication job %s not sent: %s", job_id, exc)

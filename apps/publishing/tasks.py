@@ -1,0 +1,35 @@
+from concurrent.futures import wait
+
+from celery import shared_task
+from celery.signals import worker_process_shutdown
+from django.conf import settings
+
+from apps.core.threads import finish, process_pool
+from apps.publishing import services
+
+POOL = "publisher"
+# How long a task waits for its channel's run (on the process's publisher threads) before it
+# returns and frees its worker process: a destination that hangs holds a thread, not the worker,
+# so it delays no other channel's jobs and no webhook delivery.
+PATIENCE = 0.25
+
+
+@shared_task(name="publishing.run_channel", acks_late=True, ignore_result=True)
+def run_channel(channel_id: int) -> None:
+    future = process_pool(POOL, settings.PUBLISH_WORKERS).submit(services.channel_run, channel_id, block=False)
+    if future is None:
+        # Every thread of this process is busy: try again shortly (or another process takes it).
+        run_channel.apply_async((channel_id,), countdown=1, retry=False)
+        return
+    wait([future], timeout=PATIENCE)
+
+
+@shared_task(name="publishing.sweep", ignore_result=True)
+def sweep_publication_jobs() -> int:
+    return services.jobs_sweep()
+
+
+@worker_process_shutdown.connect
+def _finish_runs(**kwargs) -> None:
+    """A worker stopping lets the jobs in flight end and be recorded (at most about 2x PUBLISH_TIMEOUT)."""
+    finish(POOL)

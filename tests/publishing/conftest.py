@@ -1,0 +1,78 @@
+"""Real git repositories for the publishing tests: local bare repositories made in the test, read
+back with dulwich."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from dulwich.object_store import iter_tree_contents
+from dulwich.repo import Repo
+
+from apps.publishing.git.services import GitSettings, git_destination_save
+from tests.factories import ChannelFactory
+
+
+@pytest.fixture(autouse=True)
+def _local_repositories(settings, tmp_path):
+    settings.GIT_ALLOW_LOCAL_REPOSITORIES = True
+    settings.GIT_CACHE_DIR = tmp_path / "git-cache"
+    settings.PUBLISH_RETRY_DELAYS = [60, 300, 1800, 7200]
+
+
+def make_bare_repository(path: Path, branch: str = "main") -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    repo = Repo.init_bare(str(path))
+    repo.refs.set_symbolic_ref(b"HEAD", f"refs/heads/{branch}".encode())
+    repo.close()
+    return path
+
+
+@pytest.fixture
+def bare_repo(tmp_path) -> Path:
+    return make_bare_repository(tmp_path / "site.git")
+
+
+@pytest.fixture
+def git_channel(db, bare_repo):
+    """A git channel set up to commit to `bare_repo` (branch main, the default path template)."""
+    channel = ChannelFactory(platform="git")
+    git_destination_save(
+        channel=channel,
+        settings=GitSettings(
+            repository_url=str(bare_repo), author_name="Pat Publisher", author_email="pat@example.com"
+        ),
+    )
+    return channel
+
+
+def head(path: Path, branch: str = "main") -> bytes | None:
+    with Repo(str(path)) as repo:
+        return repo.refs.as_dict().get(f"refs/heads/{branch}".encode())
+
+
+def files(path: Path, branch: str = "main") -> dict[str, bytes]:
+    """The files at the branch's head: path -> content."""
+    with Repo(str(path)) as repo:
+        commit = head(path, branch)
+        if commit is None:
+            return {}
+        tree = repo[commit].tree
+        return {
+            entry.path.decode(): repo.object_store[entry.sha].data
+            for entry in iter_tree_contents(repo.object_store, tree)
+        }
+
+
+def history(path: Path, branch: str = "main") -> list:
+    """The branch's commits, newest first (dulwich Commit objects)."""
+    with Repo(str(path)) as repo:
+        commit = head(path, branch)
+        return [] if commit is None else [entry.commit for entry in repo.get_walker(include=[commit])]
+
+
+def front_matter(content: bytes) -> tuple[dict, str]:
+    """(front matter, body) of a published file."""
+    text = content.decode()
+    assert text.startswith("---\n")
+    end = text.index("\n---\n", 3)
+    return yaml.safe_load(text[4:end]), text[end + 5 :]
