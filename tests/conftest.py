@@ -23,8 +23,9 @@ from apps.webhooks.models import Event
 from config.celery import app as celery_app
 from tests.factories import AdminUserFactory, ApiKeyFactory
 
-# Tasks the tests enqueue go to a queue of their own, never to a development worker's.
-celery_app.conf.task_default_queue = "cps-test"
+# Tasks the tests enqueue go to a queue of their own, never to a development worker's, nor to the
+# worker of another test run on the same Redis (each run has its own database).
+celery_app.conf.task_default_queue = f"cps-test-{settings.DATABASES['default']['NAME']}".replace("/", "-")
 
 requires_postgres = pytest.mark.skipif(
     not settings.IS_POSTGRES, reason="needs PostgreSQL (row locks and real concurrency); set DATABASE_URL"

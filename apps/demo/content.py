@@ -21,6 +21,7 @@ from apps.posts.services import (
     post_mark_publishing_pending,
     post_publish,
     post_set_status,
+    posts_put,
 )
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.services import channel_run
@@ -98,7 +99,7 @@ def _seed_direct_channel(channel: Channel, tags: dict[str, Tag]) -> None:
             channel, "git_destination"
         )
         if published_without_destination and channel.publishes_through_destination:
-            Post.objects.filter(pk=post.pk).update(publication_status=status, published_at=now, updated_at=now)
+            posts_put(post_ids=[post.pk], status=status, now=now)
             continue
         post_set_status(post_id=post.pk, status=status, scheduled_at=scheduled_at)
     if channel.publishes_through_destination and hasattr(channel, "git_destination"):
@@ -136,9 +137,7 @@ def _seed_api_channel(channel: Channel, tags: dict[str, Tag]) -> dict[str, int]:
         post = _post(channel, slug, title, teaser=f"{title}.")
         # Back to a clean draft outside the workflow, then through the services into the state.
         ApiPublication.objects.filter(post=post).delete()
-        post.mark_draft()
-        post.scheduled_at = None
-        post.save()
+        posts_put(post_ids=[post.pk], status=PublicationStatus.DRAFT, now=now, scheduled_at=None)
         posts[label] = post.pk
     post_set_status(
         post_id=posts["scheduled_past"], status="scheduled", scheduled_at=now - timedelta(hours=1), allow_past=True
@@ -158,9 +157,7 @@ def _seed_api_channel(channel: Channel, tags: dict[str, Tag]) -> dict[str, int]:
         published.media.create(url=IMAGE.format(f"{channel.pk}-confirmed"), alt_text="Cover", width=1200, height=630)
     # The workflow never leaves a post pending without its record; the demo does, so that the
     # `no_publication` rule can be tried.
-    Post.objects.filter(pk=posts["pending_without_record"]).update(
-        publication_status=PublicationStatus.PUBLISHING_PENDING, updated_at=now
-    )
+    posts_put(post_ids=[posts["pending_without_record"]], status=PublicationStatus.PUBLISHING_PENDING, now=now)
     return posts
 
 

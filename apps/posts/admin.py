@@ -64,10 +64,26 @@ class ApiPublicationInline(admin.StackedInline):
         return False
 
 
+class TextareaField(forms.CharField):
+    """A textarea's text as the editor left it. A browser sends a textarea's line ends as CRLF,
+    and stripping would drop a body's final newline: either would make a post saved unchanged
+    differ from the stored one (a `post.updated`, an update job, a commit)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["strip"] = False
+        super().__init__(*args, **kwargs)
+
+    def to_python(self, value):
+        if isinstance(value, str):
+            value = value.replace("\r\n", "\n").replace("\r", "\n")
+        return super().to_python(value)
+
+
 class PostForm(forms.ModelForm):
     class Meta:
         model = Post
         fields = ("channel", *CONTENT_FIELDS, "tags", "publication_status", "scheduled_at")
+        field_classes = {"body": TextareaField, "teaser": TextareaField, "meta_description": TextareaField}
         widgets = {
             "teaser": forms.Textarea(attrs={"rows": 3}),
             "meta_description": forms.Textarea(attrs={"rows": 3}),

@@ -17,8 +17,9 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from apps.channels.models import DESTINATION_PLATFORMS, Platform
-from apps.posts.models import ApiPublication, Post, PublicationStatus
+from apps.posts.models import Post, PublicationStatus
 from apps.posts.serializers import posts_webhook_data
+from apps.posts.services import posts_hand_over, posts_put
 from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.services import JobInput, jobs_enqueue
 from apps.webhooks.models import EventKind
@@ -82,25 +83,10 @@ def _move_batch(
         post_id for post_id, platform, *_ in due if platform != Platform.API and platform not in DESTINATION_PLATFORMS
     ]
     if external:
-        Post.objects.filter(pk__in=external).update(
-            publication_status=PublicationStatus.PUBLISHING_PENDING,
-            published_at=None,
-            external_id=None,
-            external_url=None,
-            updated_at=now,
-        )
-        # A post that was in the workflow before keeps its record, reset for the new round.
-        ApiPublication.objects.bulk_create(
-            [ApiPublication(post_id=post_id, created_at=now) for post_id in external],
-            update_conflicts=True,
-            unique_fields=["post"],
-            update_fields=["confirmed_at", "external_id", "external_url"],
-        )
+        posts_hand_over(post_ids=external, now=now)
         _emit(EventKind.POST_PUBLISHING_PENDING, external, channels)
     if direct:
-        Post.objects.filter(pk__in=direct).update(
-            publication_status=PublicationStatus.PUBLISHED, published_at=now, updated_at=now
-        )
+        posts_put(post_ids=direct, status=PublicationStatus.PUBLISHED, now=now)
         _emit(EventKind.POST_PUBLISHED, direct, channels)
     if destined:
         jobs_enqueue(

@@ -30,7 +30,7 @@ EXTERNAL_ID_MAX_LENGTH = 255
 URL_MAX_LENGTH = 2000
 TAG_NAME_MAX_LENGTH = 100
 
-# What the mark_* transitions of Post write (with updated_at), for save(update_fields=...).
+# What a change of a post's state writes (apps/posts/services.py), for save(update_fields=...).
 POST_STATE_FIELDS = ("publication_status", "scheduled_at", "published_at", "external_id", "external_url", "updated_at")
 
 
@@ -110,29 +110,6 @@ class Post(models.Model):
 
     def __str__(self) -> str:
         return self.title
-
-    # Each transition sets every field that belongs to the new state, so no stale
-    # published_at or external reference survives a status change.
-    def mark_published(self, *, at: datetime, external_id: str | None = None, external_url: str | None = None) -> None:
-        self.publication_status = PublicationStatus.PUBLISHED
-        self.published_at = at
-        self.external_id = external_id
-        self.external_url = external_url
-
-    def mark_draft(self) -> None:
-        self.publication_status = PublicationStatus.DRAFT
-        self.published_at = None
-        self.external_id = None
-        self.external_url = None
-
-    def mark_scheduled(self, *, at: datetime) -> None:
-        self.mark_draft()
-        self.publication_status = PublicationStatus.SCHEDULED
-        self.scheduled_at = at
-
-    def mark_publishing_pending(self) -> None:
-        self.mark_draft()
-        self.publication_status = PublicationStatus.PUBLISHING_PENDING
 
 
 class Media(models.Model):

@@ -80,6 +80,54 @@ def _validate(instance: models.Model, fields: Iterable[str], prefix: str = "") -
         raise invalid_from_django(exc, prefix) from None
 
 
+# --- the states of a post: the one place that says what each state's fields are ----------------
+
+
+def state_values(status: str, *, at: datetime | None = None, external_id=None, external_url=None) -> dict:
+    """Every field that belongs to the state `status`, so no stale published_at or external
+    reference survives a change of state (`at`: the publication time of `published`)."""
+    published = status == PublicationStatus.PUBLISHED
+    return {
+        "publication_status": status,
+        "published_at": at if published else None,
+        "external_id": external_id if published else None,
+        "external_url": external_url if published else None,
+    }
+
+
+def _put(post: Post, status: str, *, scheduled_at: datetime | _Keep | None = KEEP, **state) -> None:
+    """Put the post in `status` (state_values), its schedule too where given, and save that."""
+    for name, value in state_values(status, **state).items():
+        setattr(post, name, value)
+    if not isinstance(scheduled_at, _Keep):
+        post.scheduled_at = scheduled_at
+    post.save(update_fields=POST_STATE_FIELDS)
+
+
+def posts_put(
+    *, post_ids: Sequence[int], status: str, now: datetime, scheduled_at: datetime | _Keep | None = KEEP
+) -> int:
+    """Put many posts in `status` in one statement (the content plan's batches, demo data); the
+    caller writes their events. Returns how many rows were written."""
+    values = state_values(status, at=now) | {"updated_at": now}
+    if not isinstance(scheduled_at, _Keep):
+        values["scheduled_at"] = scheduled_at
+    return Post.objects.filter(pk__in=list(post_ids)).update(**values)
+
+
+def posts_hand_over(*, post_ids: Sequence[int], now: datetime) -> int:
+    """Hand posts of `api` channels to the external system in bulk: `publishing_pending`, each with
+    its API publication record (a post that was in the workflow before keeps its record, reset)."""
+    moved = posts_put(post_ids=post_ids, status=PublicationStatus.PUBLISHING_PENDING, now=now)
+    ApiPublication.objects.bulk_create(
+        [ApiPublication(post_id=post_id, created_at=now) for post_id in post_ids],
+        update_conflicts=True,
+        unique_fields=["post"],
+        update_fields=["confirmed_at", "external_id", "external_url"],
+    )
+    return moved
+
+
 def _locked_post_or_none(post_id: int) -> Post | None:
     return Post.objects.select_for_update(of=("self",)).select_related("channel__account").filter(pk=post_id).first()
 
@@ -329,8 +377,7 @@ def post_mark_publishing_pending(*, post_id: int) -> Post:
         raise DomainError("A published post cannot await publication again; unpublish it first.", code="invalid_status")
     ApiPublication.objects.get_or_create(post=post)
     if post.publication_status != PublicationStatus.PUBLISHING_PENDING:
-        post.mark_publishing_pending()
-        post.save(update_fields=POST_STATE_FIELDS)
+        _put(post, PublicationStatus.PUBLISHING_PENDING)
         _emit(EventKind.POST_PUBLISHING_PENDING, post)
     return post
 
@@ -351,9 +398,9 @@ def post_publish(
     )  # fmt: skip
     publication = _publication_of(post)
     now = timezone.now()
-    post.mark_published(at=now, external_id=external_id, external_url=external_url)
+    post.external_id, post.external_url = external_id, external_url
     _validate(post, ["external_id", "external_url"])
-    post.save(update_fields=POST_STATE_FIELDS)
+    _put(post, PublicationStatus.PUBLISHED, at=now, external_id=external_id, external_url=external_url)
     publication.confirm(at=now, external_id=external_id, external_url=external_url)
     publication.save(update_fields=["confirmed_at", "external_id", "external_url"])
     _emit(EventKind.POST_PUBLISHED, post)
@@ -368,8 +415,7 @@ def post_unpublish(*, post_id: int, channel_id: int, account: Account) -> Post:
         action="unpublished",
     )  # fmt: skip
     publication = _publication_of(post)
-    post.mark_draft()
-    post.save(update_fields=POST_STATE_FIELDS)
+    _put(post, PublicationStatus.DRAFT)
     publication.reset()
     publication.save(update_fields=["confirmed_at", "external_id", "external_url"])
     _emit(EventKind.POST_UNPUBLISHED, post)
@@ -402,13 +448,10 @@ def _set(status: str) -> Step:
     """Put the post straight into `status` (every field of the state with it)."""
 
     def step(post: Post, scheduled_at: datetime | None) -> Post:
-        if status == PublicationStatus.DRAFT:
-            post.mark_draft()
-        elif status == PublicationStatus.SCHEDULED:
-            post.mark_scheduled(at=scheduled_at)
+        if status == PublicationStatus.SCHEDULED:
+            _put(post, status, scheduled_at=scheduled_at)
         else:
-            post.mark_published(at=timezone.now())
-        post.save(update_fields=POST_STATE_FIELDS)
+            _put(post, status, at=timezone.now())
         return post
 
     return step
@@ -578,8 +621,7 @@ def post_publication_confirmed(*, job: PublicationJob) -> None:
         return
     if PublicationJob.objects.filter(post_id=post.pk, action=JobAction.UNPUBLISH, id__gt=job.pk).exists():
         return
-    post.mark_published(at=job.published_at or timezone.now())
-    post.save(update_fields=POST_STATE_FIELDS)
+    _put(post, PublicationStatus.PUBLISHED, at=job.published_at or timezone.now())
     _emit(EventKind.POST_PUBLISHED, post)
 
 

@@ -16,13 +16,11 @@ from datetime import datetime, timedelta
 from functools import partial
 
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import transaction
-from django.template.loader import render_to_string
-from django.urls import reverse
 from django.utils import timezone
 
 from apps.channels.models import Channel
+from apps.core.mail import tell_account_admins
 from apps.publishing.destinations import (
     Destination,
     JobContext,
@@ -274,17 +272,7 @@ def _tell_admins_failed(job_id: int) -> None:
     job = PublicationJob.objects.select_related("channel__account").filter(pk=job_id).first()
     if job is None:
         return
-    account = job.channel.account
-    recipients = [email for email in account.users.active_admins().values_list("email", flat=True) if email]
-    if not recipients:
-        return
-    context = {
-        "job": job,
-        "url": f"{settings.SITE_URL}{reverse('admin:publishing_publicationjob_change', args=[job.pk])}",
-    }
-    subject_line = render_to_string("publishing/job_failed_email_subject.txt", context).strip()
-    body = render_to_string("publishing/job_failed_email.txt", context)
-    try:
-        send_mail(subject_line, body, None, recipients)
-    except Exception as exc:  # smtplib and socket errors vary by backend; the failure stands recorded
-        logger.warning("e-mail about failed publication job %s not sent: %s", job_id, exc)
+    tell_account_admins(
+        account=job.channel.account, template="publishing/job_failed_email", context={"job": job},
+        page=("admin:publishing_publicationjob_change", job.pk),
+    )  # fmt: skip

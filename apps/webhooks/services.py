@@ -15,15 +15,13 @@ from datetime import datetime, timedelta
 from functools import partial
 
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
-from django.template.loader import render_to_string
-from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.models import Account
+from apps.core.mail import tell_account_admins
 from apps.core.validation import field_error
 from apps.webhooks import transport
 from apps.webhooks.models import (
@@ -430,19 +428,10 @@ def _disable_failing(endpoint: WebhookEndpoint, now: datetime) -> None:
 
 def _tell_admins_disabled(endpoint_id: int) -> None:
     endpoint = WebhookEndpoint.objects.select_related("account").get(pk=endpoint_id)
-    recipients = [email for email in endpoint.account.users.active_admins().values_list("email", flat=True) if email]
-    if not recipients:
-        return
-    context = {
-        "endpoint": endpoint,
-        "url": f"{settings.SITE_URL}{reverse('admin:webhooks_webhookendpoint_change', args=[endpoint.pk])}",
-    }
-    subject = render_to_string("webhooks/endpoint_disabled_email_subject.txt", context).strip()
-    body = render_to_string("webhooks/endpoint_disabled_email.txt", context)
-    try:
-        send_mail(subject, body, None, recipients)
-    except Exception as exc:  # smtplib and socket errors vary by backend; the disabling stands
-        logger.warning("e-mail about disabled webhook endpoint %s not sent: %s", endpoint_id, exc)
+    tell_account_admins(
+        account=endpoint.account, template="webhooks/endpoint_disabled_email", context={"endpoint": endpoint},
+        page=("admin:webhooks_webhookendpoint_change", endpoint.pk),
+    )  # fmt: skip
 
 
 def _due_oldest_first(endpoint_id: int, now: datetime):

@@ -9,7 +9,7 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 
 from apps.accounts import services as account_services
-from apps.posts.models import Post
+from apps.posts import services
 from apps.webhooks.models import Event
 from tests.conftest import requires_postgres, run_together
 from tests.factories import ApiKeyFactory, ApiPublicationFactory, ChannelFactory, SsoTokenFactory, UserFactory
@@ -23,13 +23,13 @@ CALLS = 20
 def slow_transition(monkeypatch):
     """Widen the window between reading the post and writing it, so the calls are inside it at once;
     without the lock several would read `publishing_pending` and succeed."""
-    original = Post.mark_published
+    original = services._put
 
-    def slow(self, **kwargs):
+    def slow(post, status, **kwargs):
         time.sleep(0.3)
-        original(self, **kwargs)
+        original(post, status, **kwargs)
 
-    monkeypatch.setattr(Post, "mark_published", slow)
+    monkeypatch.setattr(services, "_put", slow)
 
 
 @pytest.fixture

@@ -41,7 +41,8 @@ class GitDestinationForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         channel = self.fields.get("channel")
         if channel is not None:
-            channel.queryset = channel.queryset.filter(platform=Platform.GIT)
+            # A channel has one destination: those set up already are changed on their own page.
+            channel.queryset = channel.queryset.filter(platform=Platform.GIT, git_destination__isnull=True)
 
     def git_settings(self) -> services.GitSettings:
         values = {name: self.cleaned_data.get(name) for name in SETTINGS_FIELDS}

@@ -3,7 +3,11 @@ a job renews its channel's version, as changes of tags and media do (channels 00
 trigger function on PostgreSQL, row triggers on SQLite. A later migration that alters this table
 on SQLite must drop and recreate these (see channels 0002's around_sqlite_table_change)."""
 
+import importlib
+
 from django.db import migrations
+
+channel_versions = importlib.import_module("apps.channels.migrations.0002_channel_version")
 
 TABLE = "publishing_publicationjob"
 
@@ -34,14 +38,6 @@ SQLITE_CREATE = [
 SQLITE_DROP = [f"DROP TRIGGER cps_{TABLE}_{event}" for event in ("inserted", "updated", "deleted")]
 
 
-def _run(statements_by_vendor: dict):
-    def run(apps, schema_editor):
-        for statement in statements_by_vendor.get(schema_editor.connection.vendor, []):
-            schema_editor.execute(statement, params=None)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [
         ("publishing", "0001_initial"),
@@ -50,7 +46,7 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunPython(
-            _run({"postgresql": POSTGRES_CREATE, "sqlite": SQLITE_CREATE}),
-            _run({"postgresql": POSTGRES_DROP, "sqlite": SQLITE_DROP}),
+            channel_versions._run({"postgresql": POSTGRES_CREATE, "sqlite": SQLITE_CREATE}),
+            channel_versions._run({"postgresql": POSTGRES_DROP, "sqlite": SQLITE_DROP}),
         ),
     ]
