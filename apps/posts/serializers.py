@@ -13,7 +13,7 @@ from apps.core.serializers import ResponseSerializer, UtcDateTimeField
 from apps.posts import selectors
 from apps.posts.models import MediaKind, Post, PublicationStatus
 from apps.publishing.models import JobAction, JobState
-from apps.publishing.selectors import latest_publications
+from apps.publishing.selectors import latest_publications, publication_row
 
 
 class TagSerializer(ResponseSerializer):
@@ -87,6 +87,11 @@ class PostDetailSerializer(PostContentSerializer):
         allow_null=True,
         help_text="The latest publication job of a post of a git or LinkedIn channel; null where there is none.",
     )
+
+
+def publication_webhook_data(job) -> dict:
+    """A job as `data.publication` of webhook bodies: the API's `publication` object."""
+    return PublicationSerializer(publication_row(job)).data
 
 
 def post_detail_rows(posts, channels: dict | None = None) -> list:

@@ -27,7 +27,7 @@ from apps.posts.models import (
     PublicationStatus,
     Tag,
 )
-from apps.posts.serializers import post_webhook_data
+from apps.posts.serializers import post_webhook_data, publication_webhook_data
 from apps.publishing.models import JobAction, JobState, PublicationJob
 from apps.publishing.services import job_enqueue, jobs_cancel
 from apps.webhooks.models import EventKind
@@ -570,6 +570,9 @@ def post_set_status(
     if post.scheduled_at != scheduled_at:
         post.scheduled_at = scheduled_at
         post.save(update_fields=["scheduled_at", "updated_at"])
+        if post.channel.publishes_through_destination and post.publication_status != PublicationStatus.PUBLISHED:
+            # A new time: the publication asked for the old one (or for now) waits for the new one.
+            _withdrawing(post, scheduled_at)
     current = post.publication_status
     if status == current:
         return post
@@ -625,20 +628,6 @@ def post_publication_confirmed(*, job: PublicationJob) -> None:
     _emit(EventKind.POST_PUBLISHED, post)
 
 
-def publication_data(job: PublicationJob) -> dict:
-    """A job as the API's `publication` object and webhook bodies show it."""
-    return {
-        "id": job.pk,
-        "action": job.action,
-        "state": job.state,
-        "attempts": job.attempts,
-        "last_error": job.last_error or None,
-        "reference": job.reference or None,
-        "url": job.url or None,
-        "updated_at": job.updated_at,
-    }
-
-
 def post_publication_failed(*, job: PublicationJob) -> None:
     """A job failed for good: `post.failed` with the post (null once deleted) and the job's error."""
     post = Post.objects.select_related("channel__account").filter(pk=job.post_id).first()
@@ -646,6 +635,6 @@ def post_publication_failed(*, job: PublicationJob) -> None:
     data = {
         "post": post_webhook_data(post) if post is not None else None,
         "post_id": job.post_id,
-        "publication": publication_data(job) | {"updated_at": job.updated_at.isoformat()},
+        "publication": publication_webhook_data(job),
     }
     event_emit(account=channel.account, kind=EventKind.POST_FAILED, data=data, post_id=job.post_id)

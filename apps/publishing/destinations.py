@@ -57,6 +57,7 @@ class JobContext:
     """What a destination knows of the job it carries out."""
 
     job_id: int
+    post_id: int
     action: str
     title: str
     # Where the post lived after its last successful job (empty: nowhere yet, or removed).

@@ -9,6 +9,13 @@ from apps.publishing.models import PublicationJob
 Publication = namedtuple("Publication", "id action state attempts last_error reference url updated_at")
 
 
+def publication_row(job: PublicationJob) -> Publication:
+    return Publication(
+        job.pk, job.action, job.state, job.attempts, job.last_error or None, job.reference or None, job.url or None,
+        job.updated_at,
+    )  # fmt: skip
+
+
 def latest_publications(post_ids: Iterable[int]) -> dict[int, Publication]:
     """The latest job of each of the posts that have one, by post id (one query)."""
     latest = PublicationJob.objects.filter(post_id__in=list(post_ids)).values("post_id").annotate(last=Max("id"))

@@ -37,7 +37,9 @@ SWEEP_BATCH = 1000
 # A channel's run hands its thread back after this long (and its channel to the broker), so a
 # channel with a long queue takes turns with the others.
 RUN_BUDGET = 60.0
-CANCELED = "Canceled: the post was taken back to draft before it was published."
+# A canceled job is a failed one whose last error starts so (jobs_cancel's reasons all do).
+CANCELED_PREFIX = "Canceled:"
+CANCELED = f"{CANCELED_PREFIX} the post was taken back to draft before it was published."
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,10 @@ def job_enqueue(*, channel_id: int, post_id: int, title: str, action: str) -> Pu
 
 
 def jobs_cancel(*, post_id: int, actions: Iterable[str], reason: str = CANCELED) -> int:
-    """Fail the post's queued jobs of these actions (not those running: their outcome will tell)."""
+    """Fail the post's queued jobs of these actions (not those running: their outcome will tell).
+    `reason` starts with CANCELED_PREFIX: a canceled job is not retried."""
+    if not reason.startswith(CANCELED_PREFIX):
+        raise ValueError(f"a cancellation's reason starts with {CANCELED_PREFIX!r}")
     now = timezone.now()
     return PublicationJob.objects.filter(post_id=post_id, state=JobState.QUEUED, action__in=list(actions)).update(
         state=JobState.FAILED, last_error=reason, finished_at=now, updated_at=now
@@ -161,14 +166,14 @@ def _claim_head(channel_id: int) -> PublicationJob | None:
     return head
 
 
-def _previous_path(job: PublicationJob) -> str:
-    last = (
-        PublicationJob.objects.filter(post_id=job.post_id, channel_id=job.channel_id, state=JobState.SUCCEEDED)
-        .order_by("-id")
-        .values_list("path", flat=True)
-        .first()
-    )
-    return last or ""
+def _last_success(job: PublicationJob) -> tuple[str, datetime | None]:
+    """Where the post's file is after its last successful job, and the date it was published with."""
+    succeeded = PublicationJob.objects.filter(
+        post_id=job.post_id, channel_id=job.channel_id, state=JobState.SUCCEEDED
+    ).order_by("-id")
+    path = succeeded.values_list("path", flat=True).first() or ""
+    published_at = succeeded.exclude(published_at=None).values_list("published_at", flat=True).first()
+    return path, published_at
 
 
 def _destination(job: PublicationJob) -> Destination:
@@ -180,9 +185,10 @@ def _destination(job: PublicationJob) -> Destination:
 
 def _carry_out(job: PublicationJob) -> Outcome:
     destination = _destination(job)
-    document = subject().document(post_id=job.post_id, action=job.action, published_at=job.published_at)
+    previous_path, published_at = _last_success(job)
+    document = subject().document(post_id=job.post_id, action=job.action, published_at=job.published_at or published_at)
     context = JobContext(
-        job_id=job.pk, action=job.action, title=job.title, previous_path=_previous_path(job),
+        job_id=job.pk, post_id=job.post_id, action=job.action, title=job.title, previous_path=previous_path,
         deadline=time.monotonic() + settings.PUBLISH_TIMEOUT,
     )  # fmt: skip
     if job.action == JobAction.UNPUBLISH:
@@ -262,6 +268,14 @@ def job_retry_now(*, job: PublicationJob) -> PublicationJob:
         raise PublishError("This job has succeeded; there is nothing to retry.")
     if job.state == JobState.RUNNING and job.locked_until and job.locked_until >= timezone.now():
         raise PublishError("This job is running now.")
+    # An editor's decision stands: a failed job that it canceled (the post taken back or deleted)
+    # is not run after all, nor one a later job of the post has superseded (an old unpublish would
+    # take down a post published since). A queued job runs anyway: now rather than later is fine.
+    if job.state == JobState.FAILED:
+        if job.last_error.startswith(CANCELED_PREFIX):
+            raise PublishError("This job was canceled by a change of the post; publish the post again instead.")
+        if PublicationJob.objects.filter(post_id=job.post_id, id__gt=job.pk).exists():
+            raise PublishError("A later job of this post has been written since; retrying this one would undo it.")
     job.state, job.next_attempt_at, job.finished_at, job.locked_until = JobState.QUEUED, timezone.now(), None, None
     job.save(update_fields=["state", "next_attempt_at", "finished_at", "locked_until", "updated_at"])
     transaction.on_commit(partial(enqueue_channels, [job.channel_id]))

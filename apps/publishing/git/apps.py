@@ -4,7 +4,7 @@ from django.apps import AppConfig
 class GitPublishingConfig(AppConfig):
     name = "apps.publishing.git"
     label = "publishing_git"
-    verbose_name = "Publishing"
+    verbose_name = "Publishing: git"
 
     def ready(self) -> None:
         from apps.publishing.destinations import register

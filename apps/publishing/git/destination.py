@@ -7,10 +7,13 @@ again, so a job whose outcome was unknown (the push sent, the answer lost) finds
 
 import string
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import yaml
+from django.conf import settings
 
+from apps.core import crypto
 from apps.publishing.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
 from apps.publishing.git import repository
 from apps.publishing.git.models import GitDestination
@@ -20,22 +23,34 @@ PLACEHOLDERS = ("slug", "id", "year", "month", "day")
 MESSAGE_VERBS = {JobAction.PUBLISH: "Publish", JobAction.UPDATE: "Update", JobAction.UNPUBLISH: "Unpublish"}
 
 
+def template_placeholders(template: str, what: str) -> list[str]:
+    """The placeholders of a path or URL template; PublishError (permanent) for a malformed one or
+    one with placeholders other than PLACEHOLDERS (plain `{name}` only: no format specs)."""
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template)]
+    except ValueError as exc:
+        raise PublishError(f"The {what} {template!r} is malformed ({exc}).", permanent=True) from None
+    names = [name for name, _, _ in fields if name is not None]
+    unknown = sorted({name for name in names if name not in PLACEHOLDERS})
+    if unknown or any(spec or conversion for name, spec, conversion in fields if name is not None):
+        known = ", ".join("{" + name + "}" for name in PLACEHOLDERS)
+        problem = f"unknown placeholders {', '.join('{' + n + '}' for n in unknown)}" if unknown else "formats"
+        raise PublishError(f"The {what} uses {problem}; known: {known} (plain, without formats).", permanent=True)
+    return names
+
+
+def fill_template(template: str, *, slug: str, post_id: int, date: datetime) -> str:
+    return template.strip().format(
+        slug=slug, id=post_id, year=f"{date.year:04d}", month=f"{date.month:02d}", day=f"{date.day:02d}"
+    )
+
+
 def check_path_template(template: str) -> None:
     """PublishError (permanent) when the template could write outside the repository's files."""
     template = template.strip()
     if not template:
         raise PublishError("Enter a path template, e.g. content/posts/{slug}.md.", permanent=True)
-    try:
-        names = [name for _, name, spec, _ in string.Formatter().parse(template) if name is not None]
-    except ValueError as exc:
-        raise PublishError(f"The path template {template!r} is malformed ({exc}).", permanent=True) from None
-    unknown = sorted({name for name in names if name not in PLACEHOLDERS})
-    if unknown:
-        raise PublishError(
-            f"The path template uses unknown placeholders {', '.join('{' + n + '}' for n in unknown)}; "
-            f"known: {', '.join('{' + n + '}' for n in PLACEHOLDERS)}.",
-            permanent=True,
-        )
+    names = template_placeholders(template, "path template")
     if "slug" not in names and "id" not in names:
         raise PublishError("The path template needs {slug} or {id}, or every post would get the same file.",
                            permanent=True)  # fmt: skip
@@ -50,9 +65,7 @@ def check_path_template(template: str) -> None:
 
 def render_template(template: str, *, slug: str, post_id: int, date: datetime) -> str:
     check_path_template(template)
-    return template.strip().format(
-        slug=slug, id=post_id, year=f"{date.year:04d}", month=f"{date.month:02d}", day=f"{date.day:02d}"
-    )
+    return fill_template(template, slug=slug, post_id=post_id, date=date)
 
 
 def front_matter(document: Document, *, draft: bool) -> dict:
@@ -80,20 +93,33 @@ def render_file(document: Document, *, draft: bool = False) -> bytes:
     return f"---\n{matter}---\n\n{body}".encode()
 
 
-def file_post_id(content: bytes) -> int | None:
-    """The post id in a file's front matter (None: not a file this service wrote)."""
+def file_matter(content: bytes) -> dict:
+    """A file's front matter ({} when it has none that reads as YAML)."""
     text = content.decode("utf-8", "replace")
     if not text.startswith("---\n"):
-        return None
+        return {}
     end = text.find("\n---\n", 3)
     if end < 0:
-        return None
+        return {}
     try:
         matter = yaml.safe_load(text[4:end])
     except yaml.YAMLError:
-        return None
-    value = matter.get("id") if isinstance(matter, dict) else None
+        return {}
+    return matter if isinstance(matter, dict) else {}
+
+
+def file_post_id(content: bytes) -> int | None:
+    """The post id in a file's front matter (None: not a file this service wrote)."""
+    value = file_matter(content).get("id")
     return value if isinstance(value, int) else None
+
+
+def file_date(content: bytes) -> datetime | None:
+    """The publication date in a file's front matter (UTC when it names no zone)."""
+    value = file_matter(content).get("date")
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def commit_message(verb: str, title: str, *, post_id: int, job_id: int) -> str:
@@ -117,11 +143,10 @@ class GitPublisher:
     def _url(self, document: Document) -> str:
         if not self.setup.post_url_template:
             return ""
-        date = document.published_at
-        return self.setup.post_url_template.format(
-            slug=document.slug, id=document.post_id, year=f"{date.year:04d}", month=f"{date.month:02d}",
-            day=f"{date.day:02d}",
-        )  # fmt: skip
+        template_placeholders(self.setup.post_url_template, "post URL template")
+        return fill_template(
+            self.setup.post_url_template, slug=document.slug, post_id=document.post_id, date=document.published_at
+        )
 
     def _timeout(self, job: JobContext) -> float:
         remaining = job.deadline - time.monotonic()
@@ -188,7 +213,7 @@ class GitPublisher:
         return Outcome(reference=outcome.reference, path=outcome.path, url=self._url(document))
 
     def unpublish(self, job: JobContext, document: Document | None) -> Outcome:
-        post_id = document.post_id if document else None
+        post_id = job.post_id
 
         def plan(repo, head):
             target = job.previous_path
@@ -198,11 +223,13 @@ class GitPublisher:
                     date=document.published_at,
                 )  # fmt: skip
             existing = repository.read_file(repo, head, target) if target else None
-            message = commit_message("Unpublish", job.title, post_id=post_id or 0, job_id=job.job_id)
-            if existing is None or (post_id is not None and file_post_id(existing) not in (post_id, None)):
-                return {}, "", message  # nothing of ours there: already down
+            if existing is None or file_post_id(existing) != post_id:
+                return {}, "", ""  # no file of this post there (gone, or another's): nothing to take down
+            message = commit_message("Unpublish", job.title, post_id=post_id, job_id=job.job_id)
             if self.setup.unpublish_keeps_file and document is not None:
-                draft = render_file(document, draft=True)
+                # The draft keeps the date it was published with: taking it down is not a new date.
+                dated = replace(document, published_at=file_date(existing) or document.published_at)
+                draft = render_file(dated, draft=True)
                 return ({target: draft} if draft != existing else {}), target, message
             return {target: None}, "", message
 
@@ -210,8 +237,8 @@ class GitPublisher:
 
     def check(self) -> str:
         """Reach the repository and describe the branch's head."""
-        deadline = time.monotonic() + 30
-        context = JobContext(job_id=0, action="check", title="", previous_path="", deadline=deadline)
+        deadline = time.monotonic() + settings.PUBLISH_TIMEOUT
+        context = JobContext(job_id=0, post_id=0, action="check", title="", previous_path="", deadline=deadline)
         try:
             with repository.cached_copy(self.remote.url) as repo, self._connect(context) as (client, path):
                 head = repository.fetch_head(client, path, repo, self.setup.branch)
@@ -232,7 +259,12 @@ class GitPublisher:
 
 def load(channel_id: int) -> GitPublisher | None:
     setup = GitDestination.objects.filter(channel_id=channel_id).first()
-    return None if setup is None else GitPublisher(setup)
+    if setup is None:
+        return None
+    try:
+        return GitPublisher(setup)
+    except crypto.CredentialUnreadable as exc:
+        raise PublishError(str(exc), permanent=True) from None
 
 
 KIND = DestinationKind(

@@ -6,6 +6,8 @@ fetches only what is new. A push is never forced: when the branch moved since th
 else pushed), the commit is made again on top of the new head.
 """
 
+import base64
+import binascii
 import hashlib
 import ipaddress
 import os
@@ -22,11 +24,20 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from dulwich.client import GitClient, HttpGitClient, HTTPUnauthorized, LocalGitClient, SSHGitClient
+from dulwich.client import (
+    GitClient,
+    HttpGitClient,
+    HTTPUnauthorized,
+    LocalGitClient,
+    SSHGitClient,
+    SubprocessSSHVendor,
+    SubprocessWrapper,
+)
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.object_store import commit_tree_changes, tree_lookup_path
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
+from urllib3.util import Retry
 
 from apps.publishing.destinations import PublishError
 from apps.webhooks import transport
@@ -120,6 +131,20 @@ class Credentials:
     known_hosts: str = ""
 
 
+class _SingleAttempt:
+    """The guarded pools with each request sent once: urllib3 retries an idempotent request three
+    times by default, so a host that never answers would hold the job for four timeouts (past its
+    lease). Redirects are still followed (a renamed repository)."""
+
+    def __init__(self, manager) -> None:
+        self._manager = manager
+        self.headers = manager.headers
+
+    def request(self, method: str, url: str, **kwargs):
+        retries = Retry(total=None, connect=0, read=0, status=0, other=0, redirect=5)
+        return self._manager.request(method, url, retries=retries, **kwargs)
+
+
 @contextmanager
 def connect(remote: Remote, credentials: Credentials, *, timeout: float) -> Iterator[tuple[GitClient, str]]:
     """A dulwich client for the remote and the path to give it."""
@@ -134,7 +159,7 @@ def connect(remote: Remote, credentials: Credentials, *, timeout: float) -> Iter
             remote.url.rstrip("/"),
             # The webhook sender's guarded pools: every address the host resolves to is checked
             # before any is dialled (no private address, no DNS rebinding).
-            pool_manager=transport.pool_manager(),
+            pool_manager=_SingleAttempt(transport.pool_manager()),
             username=(credentials.token_username or "x-access-token") if credentials.token else None,
             password=credentials.token or None,
             timeout=timeout,
@@ -147,15 +172,22 @@ def connect(remote: Remote, credentials: Credentials, *, timeout: float) -> Iter
                            permanent=True)  # fmt: skip
     if not credentials.known_hosts.strip():
         raise PublishError(
-            f"An ssh:// repository needs the host's public key: add the output of `ssh-keyscan {remote.host}` "
+            f"An ssh:// repository needs the host's public key: add the output of `{keyscan_command(remote)}` "
             "(checked against the host's published fingerprints) to the known hosts field.",
+            permanent=True,
+        )
+    if _passphrase_protected(credentials.ssh_key):
+        raise PublishError(
+            "The private key is protected by a passphrase, and ssh runs here with no one to type it: use a deploy "
+            "key made without one (ssh-keygen -t ed25519 -N '').",
             permanent=True,
         )
     with tempfile.TemporaryDirectory(prefix="cps-ssh-") as folder:
         key_file, hosts_file = Path(folder) / "key", Path(folder) / "known_hosts"
-        key_file.write_text(credentials.ssh_key.strip() + "\n")
+        # Plain \n line ends: a browser's form sends \r\n, and ssh cannot read a key with them.
+        key_file.write_text(_lines(credentials.ssh_key))
         key_file.chmod(0o600)
-        hosts_file.write_text(credentials.known_hosts.strip() + "\n")
+        hosts_file.write_text(_lines(credentials.known_hosts))
         seconds = max(1, int(timeout))
         # The host's key must be the one given: never accept-new, never the machine's own files.
         command = " ".join(
@@ -167,7 +199,82 @@ def connect(remote: Remote, credentials: Credentials, *, timeout: float) -> Iter
                 "-o", f"ServerAliveInterval={seconds}", "-o", "ServerAliveCountMax=1",
             )
         )  # fmt: skip
-        yield SSHGitClient(remote.host, port=remote.port, username=remote.user, ssh_command=command), remote.path
+        vendor = _SSHUntilDeadline(time.monotonic() + timeout)
+        try:
+            yield SSHGitClient(remote.host, port=remote.port, username=remote.user, ssh_command=command,
+                               vendor=vendor), remote.path  # fmt: skip
+        except Exception as exc:
+            if vendor.expired.is_set():
+                raise PublishError(
+                    f"The repository did not answer in time (PUBLISH_TIMEOUT, {settings.PUBLISH_TIMEOUT} s); it will "
+                    "be tried again."
+                ) from exc
+            raise
+        finally:
+            vendor.cancel()
+
+
+def _lines(text: str) -> str:
+    return "\n".join(line.strip() for line in text.strip().splitlines()) + "\n"
+
+
+_OPENSSH_KEY_MAGIC = b"openssh-key-v1\0"
+
+
+def _passphrase_protected(key: str) -> bool:
+    """Whether the private key is encrypted: PEM says so in its header; the OpenSSH format names
+    its cipher ("none" when it is not) right after its magic."""
+    if "ENCRYPTED" in key:  # "Proc-Type: 4,ENCRYPTED", "BEGIN ENCRYPTED PRIVATE KEY"
+        return True
+    if "BEGIN OPENSSH PRIVATE KEY" not in key:
+        return False
+    try:
+        data = base64.b64decode("".join(line.strip() for line in key.splitlines() if "-----" not in line))
+    except (binascii.Error, ValueError):
+        return False  # ssh says what it cannot read (describe_failure)
+    if not data.startswith(_OPENSSH_KEY_MAGIC):
+        return False
+    start = len(_OPENSSH_KEY_MAGIC) + 4
+    size = int.from_bytes(data[len(_OPENSSH_KEY_MAGIC) : start], "big")
+    return data[start : start + size] not in (b"none", b"")
+
+
+_SSH_LOAD_KEY = re.compile(r'Load key "[^"]*": ([^\r\n]+)')
+_SSH_FINGERPRINT = re.compile(r"key sent by the remote host is\s+(SHA256:[A-Za-z0-9+/=]+)")
+
+
+def keyscan_command(remote: Remote) -> str:
+    """The command that prints the host's keys as known_hosts lines (`[host]:port` off port 22)."""
+    port = f"-p {remote.port} " if remote.port and remote.port != 22 else ""
+    return f"ssh-keyscan {port}{remote.host}"
+
+
+class _SSHUntilDeadline(SubprocessSSHVendor):
+    """The `ssh` client, killed when the job's time is up. ServerAlive* only notices a host that
+    stops answering altogether: one that keeps the connection alive and sends nothing (a hung git
+    on the other side) would otherwise hold the job forever."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.expired = threading.Event()
+        self._timers: list[threading.Timer] = []
+
+    def run_command(self, *args, **kwargs) -> SubprocessWrapper:
+        wrapper = super().run_command(*args, **kwargs)
+        timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), self._expire, args=(wrapper.proc,))
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
+        return wrapper
+
+    def _expire(self, proc) -> None:
+        if proc.poll() is None:
+            self.expired.set()
+            proc.kill()
+
+    def cancel(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
 
 
 def describe_failure(exc: BaseException, remote: Remote, branch: str) -> PublishError:
@@ -186,9 +293,25 @@ def describe_failure(exc: BaseException, remote: Remote, branch: str) -> Publish
             f"No git repository at {remote.url} (or the token may not see it): check the URL.", permanent=True
         )
     if "Host key verification failed" in text or "REMOTE HOST IDENTIFICATION HAS CHANGED" in text:
+        if "host key is known for" in text:  # ssh: "No ED25519 host key is known for [host]:port and ..."
+            return PublishError(
+                f"The host key of {remote.host} does not match the known hosts given: they hold no key of this host"
+                f"{f' on port {remote.port}' if remote.port and remote.port != 22 else ''}. Add the output of "
+                f"`{keyscan_command(remote)}`, checked against the host's published fingerprints.",
+                permanent=True,
+            )
+        presented = _SSH_FINGERPRINT.search(text)
         return PublishError(
-            f"The host key of {remote.host} does not match the known hosts given: if the host really changed its "
-            "key, check its new fingerprint and replace the known hosts; otherwise someone may be in between.",
+            f"The host key of {remote.host} does not match the known hosts given"
+            f"{f' (it presented {presented[1]})' if presented else ''}: if the host really changed its key, check "
+            "its new fingerprint and replace the known hosts; otherwise someone may be in between.",
+            permanent=True,
+        )
+    unreadable = _SSH_LOAD_KEY.search(text) if remote.kind == "ssh" else None
+    if unreadable:  # the key file's path is left out: it is a temporary file of no use to anyone
+        return PublishError(
+            f"ssh could not read the private key ({unreadable[1].strip()}): paste the whole private key as "
+            "ssh-keygen wrote it (-----BEGIN OPENSSH PRIVATE KEY----- to its END line).",
             permanent=True,
         )
     if "Permission denied" in text and remote.kind == "ssh":
