@@ -58,7 +58,9 @@ Position = tuple[datetime, int]
 @transaction.atomic
 def _move_batch(
     *, now: datetime, batch_size: int, after: Position | None, channels: dict
-) -> tuple[int, int, int, Position | None]:
+) -> tuple[int, int, int, int, Position | None]:
+    """Move one batch; return (publishing_pending, published, handed_over, posts scanned, where
+    the batch ended)."""
     # A post handed to its destination stays `scheduled` until the destination confirms; the job
     # written for its scheduled time says it was handed over, so it is not handed over again.
     handed_over = PublicationJob.objects.filter(
@@ -88,15 +90,18 @@ def _move_batch(
     if direct:
         posts_put(post_ids=direct, status=PublicationStatus.PUBLISHED, now=now)
         _emit(EventKind.POST_PUBLISHED, direct, channels)
+    # A post whose publication already waits in a queued job (its "Publish now", waiting for a
+    # retry) gets no second one (jobs_enqueue), and is not counted as handed over.
+    handed = []
     if destined:
-        jobs_enqueue(
+        handed = jobs_enqueue(
             items=[
                 JobInput(channel_id=channel_id, post_id=post_id, title=title, action=JobAction.PUBLISH,
                          scheduled_for=scheduled_at)
                 for post_id, _, scheduled_at, channel_id, title in destined
             ]
         )  # fmt: skip
-    return len(external), len(direct), len(destined), (due[-1][2], due[-1][0]) if due else after
+    return len(external), len(direct), len(handed), len(due), (due[-1][2], due[-1][0]) if due else after
 
 
 @contextmanager
@@ -122,13 +127,13 @@ def content_plan_run(*, now: datetime | None = None, batch_size: int = BATCH_SIZ
         # change) is read once per run, not once per batch.
         channels: dict = {}
         while True:
-            pending, published, handed_over, position = _move_batch(
+            pending, published, handed_over, scanned, position = _move_batch(
                 now=now, batch_size=batch_size, after=position, channels=channels
             )
             result.publishing_pending += pending
             result.published += published
             result.handed_over += handed_over
-            if pending + published + handed_over < batch_size:
+            if scanned < batch_size:
                 break
     logger.info(
         "content plan run moved=%d publishing_pending=%d published=%d handed_over=%d",

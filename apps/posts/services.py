@@ -575,6 +575,9 @@ def post_set_status(
             _withdrawing(post, scheduled_at)
     current = post.publication_status
     if status == current:
+        if status != PublicationStatus.PUBLISHED and post.channel.publishes_through_destination:
+            # Still a draft (or scheduled): a "Publish now" asked for meanwhile is called off.
+            _withdrawing(post, scheduled_at)
         return post
     transitions = _transitions(post.channel)
     step = transitions.get((current, status)) or transitions[(ANY, status)]
