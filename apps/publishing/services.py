@@ -76,6 +76,11 @@ def jobs_enqueue(*, items: Iterable[JobInput]) -> list[PublicationJob]:
     jobs = []
     for item in items:
         if (item.post_id, item.action) in queued:
+            if item.scheduled_for is not None:
+                # The queued job serves this scheduled time too: the content plan hands it over once.
+                PublicationJob.objects.filter(post_id=item.post_id, action=item.action, state=JobState.QUEUED).update(
+                    scheduled_for=item.scheduled_for
+                )
             continue
         queued.add((item.post_id, item.action))
         jobs.append(

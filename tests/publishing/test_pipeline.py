@@ -10,6 +10,8 @@ from datetime import timedelta
 
 import pytest
 from django.core import mail
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.posts.content_plan import content_plan_run
@@ -684,3 +686,19 @@ def test_setting_a_draft_to_draft_calls_off_its_publish_now():
     post_set_status(post_id=post.pk, status="draft")
     job = PublicationJob.objects.get(post_id=post.pk)
     assert job.state == "failed" and job.last_error.startswith("Canceled:")
+
+
+def test_a_due_post_whose_publish_now_waits_is_handed_over_once_with_it():
+    channel = ChannelFactory(platform="git")
+    post = PostFactory(channel=channel)
+    post_publish_now(post_id=post.pk)
+    Post.objects.filter(pk=post.pk).update(
+        publication_status="scheduled", scheduled_at=timezone.now() - timedelta(minutes=1)
+    )
+    assert content_plan_run().handed_over == 0
+    job = PublicationJob.objects.get(post_id=post.pk)
+    assert job.scheduled_for == Post.objects.get(pk=post.pk).scheduled_at
+    # The next run sees the scheduled time handed over: it does not pick the post again.
+    with CaptureQueriesContext(connection) as queries:
+        content_plan_run()
+    assert not [q for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
