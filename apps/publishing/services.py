@@ -214,7 +214,7 @@ def job_run(job: PublicationJob) -> PublicationJob | None:
         error, permanent = exc.message, exc.permanent
     except Exception as exc:  # a destination's bug must not leave the job running forever
         logger.exception("publication job=%s failed unexpectedly", job.pk)
-        error = f"Unexpected error ({type(exc).__name__}); the details are in the worker's log. It will be retried."
+        error = f"Unexpected error ({type(exc).__name__}); the details are in the worker's log."
     recorded = _record(job, outcome=outcome, error=error, permanent=permanent)
     logger.info(
         "publication job=%s channel=%s post=%s action=%s attempt=%d state=%s duration_ms=%d%s",
@@ -237,11 +237,17 @@ def _record(job: PublicationJob, *, outcome: Outcome | None, error: str, permane
     if outcome is not None:
         current.state, current.finished_at, current.last_error = JobState.SUCCEEDED, now, ""
         current.reference, current.path, current.url = outcome.reference, outcome.path, outcome.url
-    elif permanent or current.attempts > len(settings.PUBLISH_RETRY_DELAYS):
+    elif permanent:
         current.state, current.finished_at, current.last_error = JobState.FAILED, now, error
+    elif current.attempts > len(settings.PUBLISH_RETRY_DELAYS):
+        # The destination says what went wrong; the pipeline says what comes of it.
+        current.state, current.finished_at = JobState.FAILED, now
+        attempts = f"{current.attempts} attempt{'s' if current.attempts > 1 else ''}"
+        current.last_error = f"{error} Gave up after {attempts}."
     else:
-        current.state, current.last_error = JobState.QUEUED, error
+        current.state = JobState.QUEUED
         current.next_attempt_at = now + timedelta(seconds=settings.PUBLISH_RETRY_DELAYS[current.attempts - 1])
+        current.last_error = f"{error} It will be tried again at {current.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC."
     current.save()
     if current.state == JobState.SUCCEEDED:
         subject().confirmed(job=current)

@@ -519,7 +519,7 @@ def test_a_host_that_never_answers_is_cut_off_and_retried_later(settings):
     assert job.state == "queued"
     assert job.next_attempt_at > timezone.now()
     assert job.last_error.startswith("The repository did not answer in time")
-    assert job.last_error.endswith("it will be tried again.")
+    assert f"It will be tried again at {job.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC." in job.last_error
     assert host.client_hung_up.is_set()  # our side gave up; the host never did
     assert host.connections == 1  # once: not asked again behind the job's back, past its timeout
     assert post.publication_status == "draft"
@@ -550,3 +550,15 @@ def test_remotes_that_cannot_be_used_are_refused_with_a_sentence(settings, url, 
     assert refused.value.details["field"] == "repository_url"
     assert says in refused.value.details["errors"][0]["message"]
     assert "ghp_secret" not in str(refused.value.details)
+
+
+def test_a_host_that_does_not_resolve_is_tried_again_not_failed_for_good(settings):
+    # A name that does not resolve now may again after a DNS outage (.invalid never does: RFC 2606).
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = False
+    destination = GitDestinationFactory(repository_url="https://git.example.invalid/site.git", token="tok")
+    post = post_create(channel=destination.channel, title="Looked up later", body="x")
+    post_publish_now(post_id=post.pk)
+    channel_run(destination.channel_id)
+    job = last_job(post.pk)
+    assert job.state == "queued" and job.next_attempt_at > timezone.now()
+    assert job.last_error.startswith("The repository's host could not be looked up: The host 'git.example.invalid'")

@@ -41,7 +41,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 DELAYS = [60, 300, 1800, 7200]
-TRANSIENT = PublishError("The repository did not answer in time; it will be tried again.")
+TRANSIENT = PublishError("The repository did not answer in time.")
 PERMANENT = PublishError("The repository refused the credentials.", permanent=True)
 
 
@@ -203,20 +203,23 @@ def test_transient_failures_are_retried_on_the_schedule_then_the_job_fails_after
         channel_run(channel.pk)
         after = timezone.now()
         job.refresh_from_db()
-        assert (job.state, job.attempts, job.last_error) == ("queued", attempt, TRANSIENT.message)
+        # What went wrong, then what comes of it.
+        retry = f"It will be tried again at {job.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC."
+        assert (job.state, job.attempts, job.last_error) == ("queued", attempt, f"{TRANSIENT.message} {retry}")
         assert before + timedelta(seconds=delay) <= job.next_attempt_at <= after + timedelta(seconds=delay)
         assert channel_run(channel.pk) == 0  # not before its time
         time_comes(job)
     with django_capture_on_commit_callbacks(execute=True):
         channel_run(channel.pk)
     job.refresh_from_db()
-    assert (job.state, job.attempts, job.last_error) == ("failed", 5, TRANSIENT.message)
+    gave_up = f"{TRANSIENT.message} Gave up after 5 attempts."
+    assert (job.state, job.attempts, job.last_error) == ("failed", 5, gave_up)
     assert job.finished_at is not None and job.locked_until is None
     assert len(destination.calls) == 5
     assert status_of(post) == "draft"
     [event] = emitted("post.failed")
     assert event["data"]["post"]["id"] == post.pk and event["data"]["post_id"] == post.pk
-    assert event["data"]["publication"]["last_error"] == TRANSIENT.message
+    assert event["data"]["publication"]["last_error"] == gave_up
     assert event["data"]["publication"]["state"] == "failed" and event["data"]["publication"]["attempts"] == 5
     assert len(mail.outbox) == 1
 

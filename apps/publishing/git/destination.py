@@ -151,7 +151,7 @@ class GitPublisher:
     def _timeout(self, job: JobContext) -> float:
         remaining = job.deadline - time.monotonic()
         if remaining <= 0:
-            raise PublishError("The repository took too long (PUBLISH_TIMEOUT); it will be tried again.")
+            raise PublishError(repository.did_not_answer())
         return remaining
 
     def _connect(self, job: JobContext):

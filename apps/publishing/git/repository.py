@@ -17,7 +17,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +43,6 @@ from apps.publishing.destinations import PublishError
 from apps.webhooks import transport
 
 USER_AGENT = "ContentPublishingService-Git/1.0"
-PUSH_TRIES = 5
 FILE_MODE = stat.S_IFREG | 0o644
 _SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/\s]+)@)?(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]):(?P<path>[^/].*|/.*)$")
 
@@ -149,6 +148,9 @@ class _SingleAttempt:
 def connect(remote: Remote, credentials: Credentials, *, timeout: float) -> Iterator[tuple[GitClient, str]]:
     """A dulwich client for the remote and the path to give it."""
     problem = check_host(remote)
+    if problem and "does not resolve" in problem:
+        # A name that does not resolve now may again in a minute (a DNS outage): tried again.
+        raise PublishError(f"The repository's host could not be looked up: {problem}")
     if problem:
         raise PublishError(f"The repository's host is not allowed: {problem}", permanent=True)
     if remote.kind == "local":
@@ -205,10 +207,7 @@ def connect(remote: Remote, credentials: Credentials, *, timeout: float) -> Iter
                                vendor=vendor), remote.path  # fmt: skip
         except Exception as exc:
             if vendor.expired.is_set():
-                raise PublishError(
-                    f"The repository did not answer in time (PUBLISH_TIMEOUT, {settings.PUBLISH_TIMEOUT} s); it will "
-                    "be tried again."
-                ) from exc
+                raise PublishError(did_not_answer()) from exc
             raise
         finally:
             vendor.cancel()
@@ -322,12 +321,28 @@ def describe_failure(exc: BaseException, remote: Remote, branch: str) -> Publish
     if isinstance(exc, transport.BlockedAddress) or "not allowed (not a public address" in text:
         return PublishError(f"The repository's host is not allowed: {text}", permanent=True)
     if "timed out" in text.lower() or isinstance(exc, TimeoutError):
-        return PublishError(f"The repository did not answer in time ({text}); it will be tried again.")
+        return PublishError(did_not_answer())
     if isinstance(exc, GitProtocolError | HangupException | OSError):
-        return PublishError(
-            f"The repository could not be reached: {text or type(exc).__name__}; it will be tried again."
-        )
+        where = f"{remote.host}:{remote.port}" if remote.port else remote.host or remote.url
+        return PublishError(f"The repository could not be reached at {where}: {_innermost(exc)}.")
     return PublishError(f"{type(exc).__name__}: {text}")
+
+
+def did_not_answer() -> str:
+    return f"The repository did not answer in time (PUBLISH_TIMEOUT, {settings.PUBLISH_TIMEOUT} s)."
+
+
+def _innermost(exc: BaseException) -> str:
+    """The reason at the bottom of a chain of wrapped errors (urllib3's pool and retry wrappers
+    name their own internals): "[Errno 111] Connection refused", not "HTTPConnectionPool(...)"."""
+    seen, cause = set(), exc
+    while (inner := cause.__cause__ or cause.__context__) is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        cause = inner
+    text = str(cause).rstrip(".")
+    if "Max retries exceeded" in text or "Pool(" in text:
+        text = text.rsplit(": ", 1)[-1].strip("()'\"") or type(cause).__name__
+    return text or type(cause).__name__
 
 
 _cache_locks: dict[str, threading.Lock] = {}
@@ -456,15 +471,6 @@ def _empty_tree(repo: Repo) -> bytes:
     tree = Tree()
     repo.object_store.add_object(tree)
     return tree.id
-
-
-def with_retries_on_move(attempt: Callable[[], bytes]) -> bytes:
-    for _ in range(PUSH_TRIES):
-        try:
-            return attempt()
-        except BranchMoved:
-            continue
-    raise PublishError(f"The branch kept moving under {PUSH_TRIES} pushes in a row; it will be tried again.")
 
 
 def is_ip_literal(host: str) -> bool:

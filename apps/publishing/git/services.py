@@ -97,7 +97,8 @@ def git_destination_save(
     if remote.kind == "ssh" and not destination.known_hosts.strip():
         raise field_error(
             "known_hosts", "required",
-            f"An ssh repository needs its host's public key: paste the output of `ssh-keyscan {remote.host}`.",
+            f"An ssh repository needs its host's public key: paste the output of "
+            f"`{repository.keyscan_command(remote)}`.",
         )  # fmt: skip
     destination.save()
     return destination
