@@ -1,7 +1,10 @@
 from django import forms
 from django.contrib import admin
+from django.core.exceptions import ObjectDoesNotExist
+from django.urls import reverse
+from django.utils.html import format_html
 
-from apps.channels.models import Channel, Team
+from apps.channels.models import Channel, Platform, Team
 from apps.core.counts import count_of
 
 
@@ -45,7 +48,23 @@ class ChannelAdmin(admin.ModelAdmin):
     list_filter = ("platform", "team", "account")
     search_fields = ("title", "team__name")
     list_select_related = ("account", "team")
-    readonly_fields = ("posts_count", "created_at", "updated_at")
+    readonly_fields = ("posts_count", "publishing", "created_at", "updated_at")
+
+    @admin.display(description="publishes to")
+    def publishing(self, obj: Channel) -> str:
+        """Where a git channel's posts go, with the link to set it up (the publishing apps' pages,
+        reached by URL name: this app does not import them)."""
+        if obj is None or obj.pk is None or obj.platform != Platform.GIT:
+            return "—"
+        try:
+            destination = obj.git_destination
+        except ObjectDoesNotExist:
+            url = reverse("admin:publishing_git_gitdestination_add", current_app=self.admin_site.name)
+            return format_html('Nowhere yet: <a href="{}?channel={}">set up its repository</a>', url, obj.pk)
+        url = reverse(
+            "admin:publishing_git_gitdestination_change", args=[destination.pk], current_app=self.admin_site.name
+        )
+        return format_html('<a href="{}">{} ({})</a>', url, destination.repository_url, destination.branch)
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(self.readonly_fields)

@@ -580,3 +580,19 @@ def test_a_second_repository_of_the_account_is_set_up_alongside(settings_client,
     response = settings_client.post(f"{DESTINATIONS}add/", destination_form(first, repository_url=str(tmp_path)))
     assert "channel" in response.context["adminform"].form.errors
     assert GitDestination.objects.get(channel=first).repository_url == str(tmp_path / "one.git")
+
+
+def test_a_git_channels_page_links_to_setting_its_repository_up_then_to_the_repository(
+    settings_client, account, bare_repo
+):
+    channel = ChannelFactory(account=account, platform="git")
+    page = text_of(settings_client.get(f"/admin/channels/channel/{channel.pk}/change/"))
+    assert "Nowhere yet: set up its repository" in page
+    form = settings_client.get(f"/admin/publishing_git/gitdestination/add/?channel={channel.pk}")
+    assert f'<option value="{channel.pk}" selected>' in form.content.decode()
+    saved = settings_client.post(
+        "/admin/publishing_git/gitdestination/add/", destination_form(channel, repository_url=str(bare_repo))
+    )
+    assert saved.status_code == 302
+    page = text_of(settings_client.get(f"/admin/channels/channel/{channel.pk}/change/"))
+    assert f"{bare_repo} (main)" in page
