@@ -1,14 +1,18 @@
 """`make bench`: the API, webhook and content plan benchmarks, each against its floor, webhook
-isolation (a healthy endpoint's deliveries with and without hostile ones, bench/isolation.py) and
-reads at scale (one channel of up to 1,000,000 posts, bench/scale.py).
+isolation (a healthy endpoint's deliveries with and without hostile ones, bench/isolation.py),
+reads at scale (one channel of up to 1,000,000 posts, bench/scale.py) and publishing (1,000 posts
+committed to a local git repository against a dulwich loop, webhooks while git remotes hang,
+bench/publishing.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
 gunicorn, a Celery worker and webhook receivers on ports 8400-8499 and stops them (their whole
-process groups) whatever happens. Prints the results table and writes it to bench/RESULTS.md.
-Logs of the started processes are in bench/.work/.
+process groups) whatever happens. Prints the results table and writes it to bench/RESULTS.md
+(a run of the publishing part alone replaces only its section there). Logs of the started
+processes are in bench/.work/.
 
-    python bench/run.py [--only api,webhooks,plan,isolation,scale] [--duration 20] [--scale-sizes 1000,20000]
+    python bench/run.py [--only api,webhooks,plan,isolation,scale,publishing] [--duration 20]
+                        [--scale-sizes 1000,20000] [--publishing-posts 1000]
 """
 
 import argparse
@@ -27,6 +31,8 @@ import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from cryptography.fernet import Fernet
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "bench" / ".work"
@@ -68,7 +74,7 @@ LIST_POSTS = 1000
 WEBHOOK_EVENTS = 10_000
 WEBHOOK_BATCH = 500
 PLAN_SIZES = (10_000, 100_000)
-PARTS = ("api", "webhooks", "plan", "isolation", "scale")
+PARTS = ("api", "webhooks", "plan", "isolation", "scale", "publishing")
 
 ENV = {
     "DATABASE_URL": f"{PG_SERVER}/{DB_NAME}",
@@ -87,6 +93,10 @@ ENV = {
     "LOG_LEVEL": "INFO",
     "LOG_FORMAT": "plain",
     "DJANGO_SETTINGS_MODULE": "config.settings",
+    # Production refuses to start without keys for stored credentials (the git channels' tokens).
+    "FERNET_KEYS": Fernet.generate_key().decode(),
+    # The publishing part's git channels commit to repositories on this machine.
+    "GIT_ALLOW_LOCAL_REPOSITORIES": "true",
 }
 os.environ.update(ENV)
 sys.path.insert(0, str(ROOT))
@@ -879,7 +889,13 @@ def api_notes(api: dict) -> list[str]:
 
 
 def report(
-    info: dict, api: dict | None, hooks: dict | None, plan: dict | None, isolation: dict | None, scale: dict | None
+    info: dict,
+    api: dict | None,
+    hooks: dict | None,
+    plan: dict | None,
+    isolation: dict | None,
+    scale: dict | None,
+    publishing: dict | None = None,
 ) -> str:
     lines = [
         "# Benchmark results",
@@ -986,6 +1002,10 @@ def report(
         from bench.scale import scale_section
 
         lines += scale_section(scale)
+    if publishing:
+        from bench.publishing import publishing_section
+
+        lines += publishing_section(publishing)
     return "\n".join(lines)
 
 
@@ -1061,6 +1081,7 @@ def main() -> int:
         type=lambda text: tuple(int(n) for n in text.split(",")),
         help="posts in the channel at each step of the scale part, e.g. 1000,20000 (default 1000,100000,1000000)",
     )
+    parser.add_argument("--publishing-posts", type=int, default=1000, help="posts the publishing part publishes")
     args = parser.parse_args()
     parts = set(args.only.split(","))
     WORK.mkdir(parents=True, exist_ok=True)
@@ -1072,7 +1093,7 @@ def main() -> int:
     flush_redis()
     setup_django()
     info = machine()
-    api = hooks = plan = isolation = scale = None
+    api = hooks = plan = isolation = scale = publishing = None
     try:
         if "api" in parts:
             print("bench: API throughput", flush=True)
@@ -1093,15 +1114,25 @@ def main() -> int:
             from bench.scale import bench_scale
 
             scale = bench_scale(args.scale_sizes) if args.scale_sizes else bench_scale()
+        if "publishing" in parts:
+            print("bench: publishing", flush=True)
+            from bench.publishing import bench_publishing
+
+            publishing = bench_publishing(args.publishing_posts)
     finally:
         Process.stop_all()
         flush_redis()
-    text = report(info, api, hooks, plan, isolation, scale)
+    text = report(info, api, hooks, plan, isolation, scale, publishing)
     text += f"\nThe whole benchmark took {math.ceil(time.monotonic() - started)} s.\n"
     print("\n" + text)
     if parts == set(PARTS):
         RESULTS.write_text(text)
         print(f"bench: written to {RESULTS.relative_to(ROOT)}")
+    elif parts == {"publishing"} and args.publishing_posts == parser.get_default("publishing_posts"):
+        from bench.publishing import publishing_section, replace_section
+
+        RESULTS.write_text(replace_section(RESULTS.read_text(), publishing_section(publishing)))
+        print(f"bench: publishing section written to {RESULTS.relative_to(ROOT)}")
     return 0
 
 

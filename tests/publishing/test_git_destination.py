@@ -562,3 +562,15 @@ def test_a_host_that_does_not_resolve_is_tried_again_not_failed_for_good(setting
     job = last_job(post.pk)
     assert job.state == "queued" and job.next_attempt_at > timezone.now()
     assert job.last_error.startswith("The repository's host could not be looked up: The host 'git.example.invalid'")
+
+
+def test_the_workers_copy_names_the_head_it_holds_so_the_next_fetch_brings_only_what_is_new(
+    git_channel, bare_repo, settings
+):
+    post = post_create(channel=git_channel, title="Cached", body="x")
+    post_publish_now(post_id=post.pk)
+    channel_run(git_channel.pk)
+    [copy] = Path(settings.GIT_CACHE_DIR).glob("*.git")
+    with Repo(str(copy)) as cached:
+        # Without the ref, dulwich would offer the remote nothing it has, and download everything.
+        assert cached.refs[b"refs/heads/main"] == head(bare_repo)

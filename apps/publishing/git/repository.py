@@ -36,6 +36,7 @@ from dulwich.client import (
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.object_store import commit_tree_changes, tree_lookup_path
 from dulwich.objects import Blob, Commit, Tree
+from dulwich.pack import pack_objects_to_data
 from dulwich.repo import Repo
 from urllib3.util import Retry
 
@@ -390,6 +391,9 @@ def fetch_head(client: GitClient, path: str, repo: Repo, branch: str) -> Head:
     result = client.fetch(path, repo, determine_wants=wants)
     refs = {name: value for name, value in result.refs.items() if value}
     head = refs.get(ref)
+    if head is not None:
+        # The copy names what it holds, so the next fetch offers it and receives only what is new.
+        repo.refs[ref] = head
     if head is None and any(name.startswith(b"refs/heads/") for name in refs):
         branches = sorted(
             name[len(b"refs/heads/") :].decode(errors="replace") for name in refs if name.startswith(b"refs/heads/")
@@ -433,13 +437,14 @@ def commit_and_push(
     branch's new head, only if the branch is still at `parent` (BranchMoved otherwise)."""
     store = repo.object_store
     base_tree = store[parent].tree if parent else _empty_tree(repo)
-    entries = []
+    entries, blobs = [], []
     for file_path, content in changes.items():
         if content is None:
             entries.append((file_path.encode(), None, None))
             continue
         blob = Blob.from_string(content)
         store.add_object(blob)
+        blobs.append(blob)
         entries.append((file_path.encode(), FILE_MODE, blob.id))
     commit = Commit()
     commit.tree = commit_tree_changes(store, base_tree, entries)
@@ -457,14 +462,39 @@ def commit_and_push(
             raise BranchMoved
         return {ref: commit.id}
 
-    result = client.send_pack(path, update_refs, generate_pack_data=repo.generate_pack_data)
+    # What the commit made: its blobs, the trees along the changed paths, itself. update_refs has
+    # made sure the remote is at `parent`, so it has everything else; dulwich's own pack generation
+    # would walk the whole history to find that out, at a cost that grows with every commit.
+    made = {obj.id: obj for obj in blobs} | {commit.id: commit}
+    for file_path in changes:
+        for tree_id in _trees_along(store, commit.tree, file_path.encode()):
+            made.setdefault(tree_id, store[tree_id])
+
+    def pack_of_what_was_made(have, want, *, ofs_delta=True, progress=None, **options):
+        return pack_objects_to_data(list(made.values()), ofs_delta=ofs_delta)
+
+    result = client.send_pack(path, update_refs, generate_pack_data=pack_of_what_was_made)
     status = (result.ref_status or {}).get(ref)
     if status is not None:
         if "fast-forward" in status or "fetch first" in status or "stale" in status or "lock" in status:
             raise BranchMoved
         raise PublishError(f"The repository refused the push: {status}.", permanent="protected" in status or
                            "denied" in status or "hook" in status)  # fmt: skip
+    repo.refs[ref] = commit.id
     return commit.id
+
+
+def _trees_along(store, root: bytes, path: bytes) -> list[bytes]:
+    """The ids of the trees from `root` down to the folder of `path`, as far as they exist."""
+    ids, tree = [root], store[root]
+    for part in path.split(b"/")[:-1]:
+        try:
+            _, sha = tree[part]
+        except KeyError:
+            break
+        ids.append(sha)
+        tree = store[sha]
+    return ids
 
 
 def _empty_tree(repo: Repo) -> bytes:
