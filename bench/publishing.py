@@ -264,6 +264,15 @@ def pipeline_commits(remote: Path) -> tuple[list[dict], bytes]:
         return commits, repo[head].tree
 
 
+def trees_along(store, root: bytes, path: bytes) -> list[bytes]:
+    ids, tree = [root], store[root]
+    for part in path.split(b"/")[:-1]:
+        _, sha = tree[part]
+        ids.append(sha)
+        tree = store[sha]
+    return ids
+
+
 def run_floor(commits: list[dict]) -> dict:
     """The same commits with dulwich alone: per file a fetch into the cache, a commit, a push."""
     import stat
@@ -271,6 +280,7 @@ def run_floor(commits: list[dict]) -> dict:
     from dulwich.client import LocalGitClient
     from dulwich.object_store import commit_tree_changes
     from dulwich.objects import Blob, Commit, Tree
+    from dulwich.pack import pack_objects_to_data
     from dulwich.repo import Repo
 
     remote, cache_path = PART_WORK / "floor.git", PART_WORK / "floor-cache.git"
@@ -290,6 +300,8 @@ def run_floor(commits: list[dict]) -> dict:
                 return [head] if head and head not in store else []
 
             parent = client.fetch(str(remote), cache, determine_wants=wants).refs.get(ref)
+            if parent:
+                cache.refs[ref] = parent  # the cache names what it holds: the next fetch offers it
             blob = Blob.from_string(item["content"])
             store.add_object(blob)
             commit = Commit()
@@ -309,7 +321,14 @@ def run_floor(commits: list[dict]) -> dict:
                     raise RuntimeError("the floor's branch moved")
                 return {ref: new}
 
-            result = client.send_pack(str(remote), update_refs, generate_pack_data=cache.generate_pack_data)
+            # A loop done well sends what the commit made and nothing else (dulwich's own pack
+            # generation walks the history to find that out): the blob, the trees on its path, itself.
+            made = [blob, commit, *(store[tree_id] for tree_id in trees_along(store, commit.tree, item["path"]))]
+
+            def only_what_was_made(have, want, *, ofs_delta=True, progress=None, made=made, **options):
+                return pack_objects_to_data(made, ofs_delta=ofs_delta)
+
+            result = client.send_pack(str(remote), update_refs, generate_pack_data=only_what_was_made)
             if (result.ref_status or {}).get(ref):
                 raise RuntimeError(f"the floor's push was refused: {result.ref_status[ref]}")
         batches.append(time.perf_counter() - began)

@@ -9,7 +9,6 @@ else pushed), the commit is made again on top of the new head.
 import base64
 import binascii
 import hashlib
-import ipaddress
 import os
 import re
 import shlex
@@ -501,11 +500,3 @@ def _empty_tree(repo: Repo) -> bytes:
     tree = Tree()
     repo.object_store.add_object(tree)
     return tree.id
-
-
-def is_ip_literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
