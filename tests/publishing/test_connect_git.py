@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from io import StringIO
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -313,3 +314,18 @@ def test_a_script_runs_connect_git_as_its_own_process():
     assert usage.returncode == 2 and json.loads(usage.stderr)["error"]["code"] == "usage"
     for result in (done, refused, usage):
         assert TOKEN not in result.stdout + result.stderr
+
+
+def test_a_second_run_without_branch_or_path_keeps_those_set_up(bare_repo):
+    channel = ChannelFactory(platform="git")
+    call_command(
+        "connect_git", str(channel.pk), "--url", str(bare_repo), "--branch", "pages", "--path", "posts/{id}.md",
+        stdout=StringIO(),
+    )  # fmt: skip
+    call_command(
+        "connect_git", str(channel.pk), "--url", str(bare_repo), "--token-username", "oauth2", stdout=StringIO()
+    )
+    destination = GitDestination.objects.get(channel=channel)
+    assert (destination.branch, destination.path_template, destination.token_username) == (
+        "pages", "posts/{id}.md", "oauth2",
+    )  # fmt: skip

@@ -56,8 +56,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("channel_id", type=int)
         parser.add_argument("--url", required=True, help="https://..., ssh://... or git@host:path")
-        parser.add_argument("--branch", default="main")
-        parser.add_argument("--path", default=DEFAULT_PATH_TEMPLATE, help="path template, e.g. content/posts/{slug}.md")
+        # Left out on a second run, what is set up stays (defaults: main, content/posts/{slug}.md).
+        parser.add_argument("--branch", default=None)
+        parser.add_argument("--path", default=None, help=f"path template (default {DEFAULT_PATH_TEMPLATE})")
+        parser.add_argument("--token-username", default=None, help="user name sent with the token (x-access-token)")
         parser.add_argument("--author-name", default=None)
         parser.add_argument("--author-email", default=None)
         credentials = parser.add_mutually_exclusive_group()
@@ -97,19 +99,19 @@ class Command(BaseCommand):
         if options["ssh_key_file"]:
             ssh_key = self._read(options["ssh_key_file"], "SSH key")
         known_hosts = self._read(options["known_hosts_file"], "known hosts") if options["known_hosts_file"] else None
-        existing = GitDestination.objects.filter(channel=channel).first()
-        defaults = GitSettings(repository_url="")
+        # What the options leave out stays as set up (or takes the default on a first run).
+        base = GitDestination.objects.filter(channel=channel).first() or GitSettings(repository_url="")
         settings = GitSettings(
             repository_url=options["url"],
-            branch=options["branch"],
-            path_template=options["path"],
-            author_name=options["author_name"] or (existing.author_name if existing else defaults.author_name),
-            author_email=options["author_email"] or (existing.author_email if existing else defaults.author_email),
-            known_hosts=known_hosts if known_hosts is not None else (existing.known_hosts if existing else ""),
-            token_username=existing.token_username if existing else defaults.token_username,
-            unpublish_keeps_file=existing.unpublish_keeps_file if existing else False,
-            post_url_template=existing.post_url_template if existing else "",
-            commit_url_template=existing.commit_url_template if existing else "",
+            branch=options["branch"] or base.branch,
+            path_template=options["path"] or base.path_template,
+            author_name=options["author_name"] or base.author_name,
+            author_email=options["author_email"] or base.author_email,
+            known_hosts=known_hosts if known_hosts is not None else base.known_hosts,
+            token_username=options["token_username"] or base.token_username,
+            unpublish_keeps_file=base.unpublish_keeps_file,
+            post_url_template=base.post_url_template,
+            commit_url_template=base.commit_url_template,
         )
         try:
             return git_destination_save(channel=channel, settings=settings, token=token, ssh_key=ssh_key)
