@@ -16,6 +16,7 @@ import stat
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -347,6 +348,13 @@ def _innermost(exc: BaseException) -> str:
 
 _cache_locks: dict[str, threading.Lock] = {}
 _cache_locks_guard = threading.Lock()
+# Copies kept open between jobs (opening one reads the index of each of its packs), the most
+# recently used last; past OPEN_COPIES the least recently used is closed.
+_open_copies: OrderedDict[Path, tuple[int, Repo]] = OrderedDict()
+OPEN_COPIES = 32
+# As git's gc.autoPackLimit: past this many packs (each fetch adds one) the copy is repacked, so
+# a lookup does not go through more and more packs.
+PACK_LIMIT = 50
 
 
 @contextmanager
@@ -357,15 +365,37 @@ def cached_copy(url: str) -> Iterator[Repo]:
     with _cache_locks_guard:
         lock = _cache_locks.setdefault(name, threading.Lock())
     with lock:
-        if not (folder / "objects").is_dir():
-            folder.mkdir(parents=True, exist_ok=True)
-            repo = Repo.init_bare(str(folder))
-        else:
-            repo = Repo(str(folder))
+        repo = _open_copy(folder)
         try:
             yield repo
-        finally:
-            repo.close()
+            if repo.object_store.count_pack_files() > PACK_LIMIT:
+                repo.object_store.repack()
+        except BaseException:
+            repo.close()  # an error half-way: the next job opens the copy afresh
+            raise
+        _keep_open(folder, repo)
+
+
+def _open_copy(folder: Path) -> Repo:
+    """The copy kept open by an earlier job of this process, or the copy opened (made) now. A
+    copy in use is out of the kept ones, so it is never closed under its user."""
+    with _cache_locks_guard:
+        kept = _open_copies.pop(folder, None)
+    if kept is not None and kept[0] == os.getpid() and (folder / "objects").is_dir():
+        return kept[1]
+    if not (folder / "objects").is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        return Repo.init_bare(str(folder))
+    return Repo(str(folder))
+
+
+def _keep_open(folder: Path, repo: Repo) -> None:
+    with _cache_locks_guard:
+        _open_copies[folder] = (os.getpid(), repo)
+        while len(_open_copies) > OPEN_COPIES:
+            _, (pid, oldest) = _open_copies.popitem(last=False)
+            if pid == os.getpid():
+                oldest.close()
 
 
 def branch_ref(branch: str) -> bytes:
