@@ -1,4 +1,4 @@
-"""Settings → Publishing → Git destinations: where each git channel commits its posts. The token
+"""Settings → Publishing: git → Git destinations: where each git channel commits its posts. The token
 and the private key are write-only: the page says whether one is stored, never what it is."""
 
 from django import forms

@@ -271,7 +271,7 @@ KIND = DestinationKind(
     platform="git",
     load=load,
     missing=(
-        "This git channel has no repository set up: add one in Settings → Publishing → Git destinations "
+        "This git channel has no repository set up: add one in Settings → Publishing: git → Git destinations "
         "(or with `manage.py connect_git`)."
     ),
 )
