@@ -17,6 +17,7 @@ from apps.accounts.models import Account
 from apps.channels.models import Channel
 from apps.channels.selectors import channel_get
 from apps.core.errors import DomainError, NotFound
+from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error, invalid_from_django
 from apps.posts.models import (
     POST_STATE_FIELDS,
@@ -43,15 +44,6 @@ CONTENT_FIELDS: Final = ("title", "body", "teaser", "slug", "meta_title", "meta_
 EMPTY_CONTENT: Final = {"teaser": "", "slug": "", "meta_title": None, "meta_description": None}
 # Suffixed slugs tried, in one query, before a random suffix: "title", "title-2", ... "title-10".
 SLUG_NUMBERS: Final = range(2, 11)
-
-
-class _Keep:
-    def __repr__(self) -> str:
-        return "KEEP"
-
-
-KEEP: Final = _Keep()
-"""Default of post_update_content's arguments: leave that part of the post as it is."""
 
 
 @dataclass(frozen=True)
@@ -95,22 +87,22 @@ def state_values(status: str, *, at: datetime | None = None, external_id=None, e
     }
 
 
-def _put(post: Post, status: str, *, scheduled_at: datetime | _Keep | None = KEEP, **state) -> None:
+def _put(post: Post, status: str, *, scheduled_at: datetime | Keep | None = KEEP, **state) -> None:
     """Put the post in `status` (state_values), its schedule too where given, and save that."""
     for name, value in state_values(status, **state).items():
         setattr(post, name, value)
-    if not isinstance(scheduled_at, _Keep):
+    if not isinstance(scheduled_at, Keep):
         post.scheduled_at = scheduled_at
     post.save(update_fields=POST_STATE_FIELDS)
 
 
 def posts_put(
-    *, post_ids: Sequence[int], status: str, now: datetime, scheduled_at: datetime | _Keep | None = KEEP
+    *, post_ids: Sequence[int], status: str, now: datetime, scheduled_at: datetime | Keep | None = KEEP
 ) -> int:
     """Put many posts in `status` in one statement (the content plan's batches, demo data); the
     caller writes their events. Returns how many rows were written."""
     values = state_values(status, at=now) | {"updated_at": now}
-    if not isinstance(scheduled_at, _Keep):
+    if not isinstance(scheduled_at, Keep):
         values["scheduled_at"] = scheduled_at
     return Post.objects.filter(pk__in=list(post_ids)).update(**values)
 
@@ -284,14 +276,14 @@ def post_create(
 def post_update_content(
     *,
     post: Post,
-    title: str | _Keep = KEEP,
-    body: str | _Keep = KEEP,
-    teaser: str | _Keep | None = KEEP,
-    slug: str | _Keep | None = KEEP,
-    meta_title: str | _Keep | None = KEEP,
-    meta_description: str | _Keep | None = KEEP,
-    tags: Iterable[Tag] | _Keep = KEEP,
-    media: Sequence[MediaInput] | _Keep = KEEP,
+    title: str | Keep = KEEP,
+    body: str | Keep = KEEP,
+    teaser: str | Keep | None = KEEP,
+    slug: str | Keep | None = KEEP,
+    meta_title: str | Keep | None = KEEP,
+    meta_description: str | Keep | None = KEEP,
+    tags: Iterable[Tag] | Keep = KEEP,
+    media: Sequence[MediaInput] | Keep = KEEP,
 ) -> tuple[Post, list[str]]:
     """Change a post's content; return the post and the names of what really changed, in the
     order of CONTENT_FIELDS then "tags", "media" (empty when the values equal the stored ones).
@@ -306,9 +298,9 @@ def post_update_content(
     changed = _assign_content(locked, {name: value for name, value in given.items() if value is not KEEP})
     if changed:
         _validate_content(locked, changed)
-    if not isinstance(tags, _Keep) and _assign_tags(locked, tags):
+    if not isinstance(tags, Keep) and _assign_tags(locked, tags):
         changed.append("tags")
-    if not isinstance(media, _Keep) and _assign_media(locked, media):
+    if not isinstance(media, Keep) and _assign_media(locked, media):
         changed.append("media")
     if changed:
         # updated_at moves for tag and media changes too: they are the post's content.

@@ -90,12 +90,17 @@ def check_url(url: str) -> str | None:
     parts = urlsplit(url)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         return "The URL must be an absolute http:// or https:// URL."
+    return check_host(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+
+
+def check_host(host: str, port: int) -> str | None:
+    """Why an outside party at `host` may not be dialled (the address guard), or None when it may."""
     if settings.WEBHOOK_ALLOW_PRIVATE_TARGETS:
         return None
     try:
-        addresses = resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        addresses = resolve(host, port)
     except (OSError, UnicodeError):
-        return f"The host {parts.hostname!r} does not resolve."
+        return f"The host {host!r} does not resolve."
     blocked = sorted({a for a in addresses if not is_public_address(a)})
     if blocked:
         return (

@@ -7,6 +7,7 @@ from django.contrib import admin
 from apps.channels.models import Platform
 from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin
 from apps.core.errors import InvalidInput
+from apps.core.keep import KEEP
 from apps.publishing.git import services
 from apps.publishing.git.models import GitDestination
 
@@ -96,8 +97,8 @@ class GitDestinationAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
-        token = None if data.get("clear_token") else (data.get("token") or services.KEEP)
-        ssh_key = None if data.get("clear_ssh_key") else (data.get("ssh_key") or services.KEEP)
+        token = None if data.get("clear_token") else (data.get("token") or KEEP)
+        ssh_key = None if data.get("clear_ssh_key") else (data.get("ssh_key") or KEEP)
         saved = services.git_destination_save(
             channel=obj.channel, settings=form.git_settings(), token=token, ssh_key=ssh_key
         )

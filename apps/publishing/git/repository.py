@@ -111,16 +111,7 @@ def check_host(remote: Remote) -> str | None:
         return None
     if remote.kind in {"https", "http"}:
         return transport.check_url(remote.url)
-    if settings.WEBHOOK_ALLOW_PRIVATE_TARGETS:
-        return None
-    try:
-        addresses = transport.resolve(remote.host, remote.port or 22)
-    except (OSError, UnicodeError):
-        return f"The host {remote.host!r} does not resolve."
-    blocked = sorted(a for a in addresses if not transport.is_public_address(a))
-    if blocked:
-        return f"The host resolves to an address that is not publicly routable: {', '.join(blocked)}."
-    return None
+    return transport.check_host(remote.host, remote.port or 22)
 
 
 @dataclass(frozen=True)

@@ -11,20 +11,12 @@ from django.db import transaction
 from apps.channels.models import Channel, Platform
 from apps.core import crypto
 from apps.core.errors import DomainError
+from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
 from apps.publishing.destinations import PublishError
 from apps.publishing.git import repository
 from apps.publishing.git.destination import GitPublisher, check_path_template
 from apps.publishing.git.models import DEFAULT_PATH_TEMPLATE, DEFAULT_TOKEN_USERNAME, GitDestination
-
-
-class _Keep:
-    def __repr__(self) -> str:
-        return "KEEP"
-
-
-KEEP = _Keep()
-"""A credential argument left as it is (the form's empty field: "keep the stored one")."""
 
 
 @dataclass(frozen=True)
@@ -72,8 +64,8 @@ def git_destination_save(
     *,
     channel: Channel,
     settings: GitSettings,
-    token: str | _Keep | None = KEEP,
-    ssh_key: str | _Keep | None = KEEP,
+    token: str | Keep | None = KEEP,
+    ssh_key: str | Keep | None = KEEP,
 ) -> GitDestination:
     """Set the channel's repository up (or change it). `token` and `ssh_key`: a new value, None to
     clear it, KEEP to leave the stored one."""
@@ -86,9 +78,9 @@ def git_destination_save(
     )
     for name, value in vars(settings).items():
         setattr(destination, name, value.strip() if isinstance(value, str) else value)
-    if not isinstance(token, _Keep):
+    if not isinstance(token, Keep):
         destination.token_encrypted = crypto.encrypt(token.strip()) if token and token.strip() else ""
-    if not isinstance(ssh_key, _Keep):
+    if not isinstance(ssh_key, Keep):
         key = (ssh_key or "").strip()
         if key and "PRIVATE KEY" not in key:
             raise field_error("ssh_key", "invalid", "Paste the whole private key (-----BEGIN ... PRIVATE KEY-----).")

@@ -7,8 +7,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.channels.models import Channel
 from apps.core.errors import DomainError
+from apps.core.keep import KEEP
 from apps.publishing.git.models import DEFAULT_PATH_TEMPLATE, GitDestination
-from apps.publishing.git.services import KEEP, GitSettings, git_destination_save
+from apps.publishing.git.services import GitSettings, git_destination_save
 
 
 def destination_data(destination: GitDestination) -> dict:
