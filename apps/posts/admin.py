@@ -26,7 +26,7 @@ from apps.posts.services import (
     post_update_content,
 )
 from apps.publishing.models import PublicationJob
-from apps.publishing.selectors import reference_url
+from apps.publishing.selectors import reference_link
 
 RECENT_JOBS = 5
 
@@ -187,9 +187,7 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
                 job.get_state_display(),
                 job.attempts,
                 job.last_error or "",
-                format_html('<a href="{}">{}</a>', url, job.reference[:12])
-                if (url := reference_url(job))
-                else (job.reference[:12] or "—"),
+                reference_link(job),
                 job.updated_at.strftime("%Y-%m-%d %H:%M UTC"),
             )
             for job in jobs

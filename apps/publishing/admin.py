@@ -10,7 +10,7 @@ from apps.core.admin import ObjectButton, ObjectButtonsAdmin, run_on_selected
 from apps.core.errors import DomainError
 from apps.publishing.destinations import PublishError
 from apps.publishing.models import PublicationJob
-from apps.publishing.selectors import reference_url
+from apps.publishing.selectors import reference_link
 from apps.publishing.services import job_retry_now
 
 
@@ -19,15 +19,6 @@ def retry(job: PublicationJob) -> PublicationJob:
         return job_retry_now(job=job)
     except PublishError as exc:
         raise DomainError(exc.message) from None
-
-
-def reference_link(job: PublicationJob) -> str:
-    """The job's reference (a commit), linked to its page where the channel has a commit URL."""
-    if not job.reference:
-        return "—"
-    url = reference_url(job)
-    short = job.reference[:12]
-    return format_html('<a href="{}" rel="noopener">{}</a>', url, short) if url else short
 
 
 @admin.register(PublicationJob)

@@ -2,6 +2,7 @@ from collections import namedtuple
 from collections.abc import Iterable
 
 from django.db.models import Max
+from django.utils.html import format_html
 
 from apps.publishing.models import PublicationJob
 
@@ -28,7 +29,12 @@ def latest_publications(post_ids: Iterable[int]) -> dict[int, Publication]:
     }
 
 
-def reference_url(job: PublicationJob) -> str:
-    """The page of the job's reference (a commit), where the channel's destination has one."""
+def reference_link(job: PublicationJob) -> str:
+    """The job's reference (a commit), shortened and linked to its page where the channel's
+    destination has a commit URL (HTML, for the Settings area's pages)."""
+    if not job.reference:
+        return "—"
     setup = getattr(job.channel, "git_destination", None)
-    return setup.commit_url(job.reference) if setup is not None else ""
+    url = setup.commit_url(job.reference) if setup is not None else ""
+    short = job.reference[:12]
+    return format_html('<a href="{}">{}</a>', url, short) if url else short
