@@ -16,6 +16,7 @@ from apps.posts.services import (
     MEDIA_INPUT_FIELDS,
     MediaInput,
     check_tags_of_account,
+    one_line_end,
     post_create,
     post_delete,
     post_mark_publishing_pending,
@@ -74,9 +75,8 @@ class TextareaField(forms.CharField):
         super().__init__(*args, **kwargs)
 
     def to_python(self, value):
-        if isinstance(value, str):
-            value = value.replace("\r\n", "\n").replace("\r", "\n")
-        return super().to_python(value)
+        # Before the length checks, as the service stores it.
+        return super().to_python(one_line_end(value) if isinstance(value, str) else value)
 
 
 class PostForm(forms.ModelForm):

@@ -164,6 +164,12 @@ def _free_slug(*, channel_id: int, title: str, post_id: int | None = None) -> st
     return next((slug for slug in candidates if slug not in taken), _suffixed(base, f"-{secrets.token_hex(4)}"))
 
 
+def one_line_end(text: str) -> str:
+    """Text with LF line ends only: a browser's form sends CRLF, so an unchanged text saved from the
+    Settings area would otherwise differ from the stored one (and be "updated")."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _assign_content(post: Post, values: dict) -> list[str]:
     """Set the given content fields on `post`; return the names whose value changed. An empty slug
     given is made from the (new) title."""
@@ -171,10 +177,7 @@ def _assign_content(post: Post, values: dict) -> list[str]:
         name: EMPTY_CONTENT[name] if name in EMPTY_CONTENT and _blank(value) else value
         for name, value in values.items()
     }
-    if isinstance(values.get("body"), str):
-        # One kind of line end: a browser's form sends CRLF, so an unchanged body saved from the
-        # Settings area would otherwise differ from the stored one (and be "updated").
-        values["body"] = values["body"].replace("\r\n", "\n").replace("\r", "\n")
+    values = {name: one_line_end(value) if isinstance(value, str) else value for name, value in values.items()}
     if values.get("slug") == "":
         values["slug"] = _free_slug(channel_id=post.channel_id, title=values.get("title", post.title), post_id=post.pk)
     changed = []
