@@ -391,6 +391,13 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Content Publishing <
 INVITATION_TTL_DAYS = _positive_int("INVITATION_TTL_DAYS", 7)
 SSO_TOKEN_TTL = _positive_int("SSO_TOKEN_TTL", 300)
 SSO_TOKEN_HISTORY_DAYS = _positive_int("SSO_TOKEN_HISTORY_DAYS", 7)
+# A session started by an SSO link reaches API keys, webhook secrets, users' roles and publishing
+# destinations only after its person types their password; that lasts this many seconds (apps/core/step_up.py).
+STEP_UP_TTL = _positive_int("STEP_UP_TTL", 7200)
+# The e-mailed link that sets a first password (for users who only ever signed in through SSO)
+# works once and for this many seconds; one such e-mail per user per PASSWORD_LINK_INTERVAL seconds.
+PASSWORD_RESET_TIMEOUT = _positive_int("PASSWORD_LINK_TTL", 3600)
+PASSWORD_LINK_INTERVAL = _positive_int("PASSWORD_LINK_INTERVAL", 300)
 LOGIN_URL = "web-login"
 LOGIN_REDIRECT_URL = "web-home"
 

@@ -9,6 +9,7 @@ from django.utils.cache import add_never_cache_headers
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, SsoTokenState
 from apps.accounts.services import api_key_create, api_key_revoke
 from apps.core.admin import page_url, run_on_selected
+from apps.core.step_up import StepUp
 
 
 @admin.register(Account)
@@ -64,6 +65,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
     readonly_fields = ("display_key", "last_used_at", "revoked_at", "created_at")
     list_select_related = ("account", "user")
     actions = ["revoke_selected"]
+    # Keys are access: an SSO session confirms its password before it sees, makes or revokes one.
+    step_up = StepUp.EVERY_PAGE
 
     def get_readonly_fields(self, request, obj=None):
         # Owner and account are fixed once the key exists: moving a key would hand its access on.

@@ -8,7 +8,7 @@ from django.utils import timezone
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, hash_secret, validate_local_path
 from apps.core.errors import DomainError, Forbidden, Gone, NotFound
 from apps.core.validation import field_error
-from apps.users.models import User
+from apps.users.models import ROLE_RANK, User
 
 
 @transaction.atomic
@@ -69,6 +69,13 @@ def sso_token_create(
     # every account, and this says so where the rule matters.
     if user.account_id != account.id or user.is_superuser:
         raise NotFound("No such user in this organization.")
+    # A link signs in as its user: a key must not reach a role above its owner's.
+    if api_key is not None and ROLE_RANK[user.role] > ROLE_RANK[api_key.user.role]:
+        raise Forbidden(
+            f"The key's owner has the role {api_key.user.role}; it cannot make sign-in links for a user whose "
+            f"role ({user.role}) is above that.",
+            code="admin_required",
+        )
     if not user.is_active:
         raise DomainError(f"{user.email} is {user.status}; only active users can sign in.", code="user_not_active")
     try:

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 from apps.accounts.models import is_local_path
 from apps.accounts.services import sso_token_redeem
 from apps.api.errors import status_of
+from apps.core import step_up
 from apps.core.errors import DomainError
 from apps.users.models import LoginMethod
 from apps.users.services import user_record_login
@@ -27,6 +28,8 @@ def sso_login(request):
         context = {"code": exc.code, "message": exc.message}
         return render(request, "accounts/sso_error.html", context, status=status_of(exc))
     login(request, token.user, backend="django.contrib.auth.backends.ModelBackend")
+    # A key made this link: the session is limited until a password is typed in it (core/step_up.py).
+    step_up.mark_started_by_sso(request.session)
     user_record_login(user=token.user, via=LoginMethod.SSO)
     # Checked when the token was created; checked again because this is where an open redirect would happen.
     target = token.redirect_to if is_local_path(token.redirect_to) else resolve_url("web-home")
@@ -39,6 +42,7 @@ class SignInView(auth_views.LoginView):
 
     def form_valid(self, form):
         response = super().form_valid(form)
+        step_up.mark_started_with_password(self.request.session)
         user_record_login(user=form.get_user(), via=LoginMethod.PASSWORD)
         return response
 

@@ -137,6 +137,8 @@ class ObjectButtonsAdmin(admin.ModelAdmin):
                 self.message_user(request, button.done.format(result=results[0]))
             return HttpResponseRedirect(page_url(self, "change", quote(obj.pk)))
 
+        # As ModelAdmin's own views carry it: the admin site reads the model admin's rules (step_up) from it.
+        view.model_admin = self
         return self.admin_site.admin_view(view)
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):

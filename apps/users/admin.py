@@ -4,6 +4,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from apps.core.admin import DomainErrorsAsMessages, run_on_selected
+from apps.core.step_up import StepUp
 from apps.users.models import Permission, Status, User
 from apps.users.services import UPDATABLE_FIELDS, user_create, user_delete, user_invite, user_update
 
@@ -68,6 +69,8 @@ class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
     list_select_related = ("account",)
     readonly_fields = ("last_login", "created_at", "updated_at", "invitation_sent_at")
     actions = ["suspend_selected", "activate_selected", "resend_invitation"]
+    # Roles are access (and a new user is an invitation to an address of the session's choosing).
+    step_up = StepUp.ALL_BUT_THE_LIST
     add_fieldsets = (
         (None, {"fields": ("account", "email", "name")}),
         ("Access", {"fields": ("role", "permissions", "send_invitation")}),

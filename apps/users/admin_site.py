@@ -9,16 +9,25 @@ Installed by `ServiceAdminConfig` (apps/users/admin_apps.py) in place of django.
 """
 
 from functools import update_wrapper
+from urllib.parse import urlencode
 
+from django import forms
 from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import authenticate
 from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
+from django.utils.decorators import method_decorator
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.debug import sensitive_post_parameters
 
+from apps.core import step_up
 from apps.core.admin import AccountScopedAdmin
+from apps.core.errors import DomainError
 from apps.users.models import ADMIN_AREA, OPERATOR, LoginMethod, Role
-from apps.users.services import user_record_login
+from apps.users.services import password_link_send, user_record_login
 
 AREA_NAMES = {
     OPERATOR: "Operator console",
@@ -45,6 +54,25 @@ def _no_access_reason(user) -> str:
     )
 
 
+class ConfirmPasswordForm(forms.Form):
+    """The step-up: the signed-in person's password, checked by authenticate() so that the sign-in
+    throttle (django-axes) counts wrong ones as it counts them at the sign-in form."""
+
+    password = forms.CharField(strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}))
+
+    def __init__(self, request, *args, **kwargs):
+        self.request = request
+        super().__init__(*args, **kwargs)
+
+    def clean_password(self):
+        user = self.request.user
+        password = self.cleaned_data["password"]
+        confirmed = authenticate(self.request, username=user.email, password=password)
+        if confirmed is None or confirmed.pk != user.pk:
+            raise ValidationError("That is not your password.", code="wrong_password")
+        return password
+
+
 class ServiceAdminSite(admin.AdminSite):
     site_title = "Content Publishing admin"
     login_form = SettingsAuthenticationForm
@@ -69,6 +97,7 @@ class ServiceAdminSite(admin.AdminSite):
         context["site_header"] = self._header(user, area)
         if area in ADMIN_AREA:
             context["area_account"] = user.account
+        context["step_up_needed"] = user.is_authenticated and step_up.is_limited(request.session)
         return context
 
     def _header(self, user, area) -> str:
@@ -85,9 +114,66 @@ class ServiceAdminSite(admin.AdminSite):
                     return view(request, *args, **kwargs)  # LogoutView: POST with a CSRF token only
                 # Django would send them back to the login form without a word; say why.
                 return self.no_access(request)
+            if self._needs_step_up(request, view):
+                return self.ask_for_password(request)
             return inner(request, *args, **kwargs)
 
         return update_wrapper(signed_in_without_access, inner)
+
+    @staticmethod
+    def _needs_step_up(request, view) -> bool:
+        """A page of a ModelAdmin whose `step_up` covers it, in a session an SSO link started and no
+        password has raised since. ModelAdmin pages arrive here as the model admin's bound methods;
+        other views (buttons) carry the model admin as `model_admin`."""
+        model_admin = getattr(view, "__self__", None) or getattr(view, "model_admin", None)
+        policy = getattr(model_admin, "step_up", None)
+        return (
+            policy is not None
+            and request.user.is_authenticated
+            and step_up.is_limited(request.session)
+            and step_up.applies(policy, getattr(view, "__name__", ""), request.method)
+        )
+
+    def ask_for_password(self, request):
+        # After a refused POST the person comes back to the page, not to a repeat of the POST.
+        query = urlencode({"next": request.get_full_path()})
+        return HttpResponseRedirect(f"{reverse('admin:confirm_password', current_app=self.name)}?{query}")
+
+    def get_urls(self):
+        return [
+            path("confirm-password/", self.admin_view(self.confirm_password), name="confirm_password"),
+            *super().get_urls(),
+        ]
+
+    @staticmethod
+    def _next_url(request) -> str:
+        target = request.POST.get("next") or request.GET.get("next") or ""
+        allowed = {request.get_host()}
+        if url_has_allowed_host_and_scheme(target, allowed_hosts=allowed, require_https=request.is_secure()):
+            return target
+        return reverse("admin:index")
+
+    @method_decorator(sensitive_post_parameters("password"))
+    def confirm_password(self, request):
+        """The step-up page: the password, or, for a user who has none, an e-mailed link to set one."""
+        next_url = self._next_url(request)
+        if not step_up.is_limited(request.session):
+            return HttpResponseRedirect(next_url)
+        user = request.user
+        context = {**self.each_context(request), "title": "Confirm your password", "next": next_url}
+        if not user.has_usable_password():
+            if request.method == "POST":
+                try:
+                    context["sent"] = password_link_send(user=user)
+                except DomainError as exc:
+                    context["error"] = exc.message
+                context["asked"] = True
+            return TemplateResponse(request, "admin/confirm_password.html", context)
+        form = ConfirmPasswordForm(request, request.POST if request.method == "POST" else None)
+        if form.is_valid():
+            step_up.confirm(request.session)
+            return HttpResponseRedirect(next_url)
+        return TemplateResponse(request, "admin/confirm_password.html", {**context, "form": form})
 
     def _signed_in_without_access(self, request) -> bool:
         return request.user.is_authenticated and not self.has_permission(request)
@@ -108,5 +194,6 @@ class ServiceAdminSite(admin.AdminSite):
         # Django's LoginView answers a POST with a redirect only when the credentials were valid
         # and the user has been logged in; a failed attempt re-renders the form (200).
         if request.method == "POST" and response.status_code == 302 and request.user.is_authenticated:
+            step_up.mark_started_with_password(request.session)
             user_record_login(user=request.user, via=LoginMethod.ADMIN)
         return response

@@ -19,6 +19,10 @@ class Role(models.TextChoices):
     VIEWER = "viewer", "Viewer"
 
 
+# Higher is more: a role "above" another may do all it may and more.
+ROLE_RANK = {Role.VIEWER: 0, Role.EDITOR: 1, Role.ADMIN: 2}
+
+
 class Status(models.TextChoices):
     ACTIVE = "active", "Active"
     INACTIVE = "inactive", "Inactive"

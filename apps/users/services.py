@@ -6,7 +6,9 @@ import logging
 from collections.abc import Iterable
 
 from django.conf import settings
+from django.contrib.auth.tokens import default_token_generator
 from django.core import signing
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
@@ -14,6 +16,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare, salted_hmac
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
 from apps.accounts.models import Account
 from apps.core.errors import Conflict, DomainError, Unavailable
@@ -157,6 +161,39 @@ def invitation_accept(*, token: str, password: str) -> User:
     user.save(update_fields=["password", "status", "updated_at"])
     _emit(user, EventKind.USER_UPDATED, changed=["status"])
     return user
+
+
+# --- a first password, for users who have none (they signed in through SSO only) ----------------
+
+# The cache key that keeps a user to one set-password e-mail per PASSWORD_LINK_INTERVAL.
+PASSWORD_LINK_SENT = "users.password_link_sent:{pk}"  # noqa: S105 - a cache key
+
+
+def password_link_url(user: User) -> str:
+    """A one-time link to set a password: Django's password-reset token, which stops working once
+    the password (or the last sign-in) changes, or after PASSWORD_RESET_TIMEOUT."""
+    uid = urlsafe_base64_encode(force_bytes(user.pk))
+    path = reverse("password-set", kwargs={"uidb64": uid, "token": default_token_generator.make_token(user)})
+    return f"{settings.SITE_URL}{path}"
+
+
+def password_link_send(*, user: User) -> bool:
+    """E-mail the user a link to set a first password; False when one went out less than
+    PASSWORD_LINK_INTERVAL seconds ago (a session cannot flood the mailbox). Only the person who
+    reads that mailbox can use it, which is the point: an SSO session proves no more than a key."""
+    if user.has_usable_password():
+        raise DomainError(f"{user.email} has a password already.", code="password_set")
+    if not cache.add(PASSWORD_LINK_SENT.format(pk=user.pk), True, settings.PASSWORD_LINK_INTERVAL):
+        return False
+    context = {"user": user, "url": password_link_url(user), "ttl_minutes": settings.PASSWORD_RESET_TIMEOUT // 60}
+    subject = render_to_string("users/password_link_email_subject.txt", context).strip()
+    try:
+        send_mail(subject, render_to_string("users/password_link_email.txt", context), None, [user.email])
+    except Exception as exc:  # smtplib and socket errors vary by backend
+        cache.delete(PASSWORD_LINK_SENT.format(pk=user.pk))
+        logger.warning("set-password e-mail to user %s not sent: %s", user.pk, exc)
+        raise Unavailable("The e-mail could not be sent. Try again later.", code="password_link_not_sent") from None
+    return True
 
 
 # --- create, update, delete --------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""The invitation page: an invited user sets a password through the e-mailed one-time link."""
+"""The pages of e-mailed one-time links: an invitation, and a first password for a user who has none."""
 
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import SetPasswordForm
 from django.shortcuts import render
+from django.urls import reverse_lazy
 from django.views.decorators.cache import never_cache
 
 from apps.core.errors import DomainError
@@ -22,3 +24,16 @@ def accept_invitation(request):
             return render(request, "users/invitation_invalid.html", status=404)
         return render(request, "users/invitation_done.html", {"invited": user})
     return render(request, "users/invitation_accept.html", {"form": form, "token": token, "invited": user})
+
+
+class SetPasswordView(auth_views.PasswordResetConfirmView):
+    """The e-mailed link of a user who has no password yet (password_link_send): Django's view, which
+    moves the token out of the address before showing the form. Setting the password ends the
+    user's other sessions (their session hash changes), the SSO one included."""
+
+    template_name = "users/password_set.html"
+    success_url = reverse_lazy("password-set-done")
+
+
+def password_set_done(request):
+    return render(request, "users/password_set_done.html")

@@ -14,6 +14,7 @@ from django.utils.html import format_html
 
 from apps.core.admin import ObjectButton, ObjectButtonsAdmin, run_on_selected
 from apps.core.counts import count_of
+from apps.core.step_up import StepUp
 from apps.webhooks import services
 from apps.webhooks.models import (
     SUBSCRIBABLE_EVENTS,
@@ -117,6 +118,8 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
     search_fields = ("url", "description")
     readonly_fields = ("secret_display", "state", "created_at", "updated_at", "recent_deliveries")
     actions = ["send_test_event", "rotate_secret", "resend_failed", "enable", "disable"]
+    # The page of an endpoint shows its signing secret; an SSO session confirms its password first.
+    step_up = StepUp.ALL_BUT_THE_LIST
     object_buttons = (
         ObjectButton(
             "send-test",

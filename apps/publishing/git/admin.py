@@ -8,6 +8,7 @@ from apps.channels.models import Platform
 from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin
 from apps.core.errors import InvalidInput
 from apps.core.keep import KEEP
+from apps.core.step_up import StepUp
 from apps.publishing.git import services
 from apps.publishing.git.models import GitDestination
 
@@ -69,6 +70,8 @@ class GitDestinationAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     list_select_related = ("channel",)
     search_fields = ("channel__title", "repository_url")
     readonly_fields = ("credentials", "created_at", "updated_at")
+    # Where a channel publishes, with its credentials: an SSO session confirms its password first.
+    step_up = StepUp.ALL_BUT_THE_LIST
     fieldsets = (
         (None, {"fields": ("channel", "repository_url", "branch", "path_template")}),
         ("Commits", {"fields": ("author_name", "author_email")}),
