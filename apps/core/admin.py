@@ -1,6 +1,6 @@
-"""What every app's admin shares: the scoping of each page to one account, domain errors shown
-as messages, and actions that run a service on each selected row. The admin changes nothing
-itself; it calls the same services as the API."""
+"""What every app's admin shares: the scoping of each page to one account, lists that take from
+their address only what they offer, domain errors shown as messages, and actions that run a
+service on each selected row. The admin changes nothing itself; it calls the same services as the API."""
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -8,13 +8,17 @@ from functools import cache, reduce
 
 from django.contrib import admin, messages
 from django.contrib.admin import RelatedFieldListFilter, RelatedOnlyFieldListFilter
+from django.contrib.admin.exceptions import DisallowedModelAdminLookup
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import get_fields_from_path, quote, unquote
+from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import FieldDoesNotExist, PermissionDenied
 from django.db import models, transaction
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 
 from apps.core.errors import DomainError
+from apps.core.json_input import storable_text
 from apps.core.scoping import account_path, is_account, of_account
 
 
@@ -176,16 +180,85 @@ class AccountRelatedFilter(RelatedFieldListFilter):
         return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to={"pk__in": visible})
 
 
+# --- Lists: what a list page takes from its address ---------------------------------------------
+
+# Longer than any value a list's own links carry or a person types into its search box. A longer
+# one only makes the database work: each word of a search is a LIKE on every search field.
+LIST_VALUE_MAX_CHARS = 1000
+
+
+def list_value_taken(text: str) -> bool:
+    """Whether a list may pass `text` from its address on to the database: not over-long, and no
+    NUL or lone surrogate, which PostgreSQL refuses as a parameter (the issue's 500)."""
+    return len(text) <= LIST_VALUE_MAX_CHARS and storable_text(text)
+
+
+class OwnFiltersChangeList(ChangeList):
+    """Every model admin's list (AccountScopedAdmin.get_changelist). It takes from its address only
+    what the page offers, and answers anything else with the admin's own errors, never a 500:
+    - a name or value with NUL or a lone surrogate, or over LIST_VALUE_MAX_CHARS: Django's "?e=1"
+      redirect to the list without filters;
+    - a lookup that none of the page's filters and date links makes: 400, as Django answers a
+      lookup across relations it does not allow. Django allows any lookup on a model's own fields,
+      which would read what no page shows (`password__startswith=`, a key's hash, a signing secret:
+      letter by letter) or fail in the database (`__regex=(`, `__range=x`, `__year=-1`);
+    - a date link's year, month or day that makes no date (year 10^30, the year after 9999): ?e=1.
+    Ordering (`o=`), pages (`p=`) and `_to_field` (400) Django itself checks. (A raw-id popup's
+    `limit_choices_to` lookups would be refused too: no model admin has raw_id_fields.)"""
+
+    def __init__(self, request, *args, **kwargs):
+        if not all(list_value_taken(text) for name, values in request.GET.lists() for text in (name, *values)):
+            raise IncorrectLookupParameters("A name or value in the address is not one a list takes.")
+        super().__init__(request, *args, **kwargs)
+
+    def get_filters(self, request):
+        try:
+            found = super().get_filters(request)
+        except (ValueError, OverflowError) as exc:
+            # The date links' bounds: a year too large for datetime(), or the year after 9999
+            # (Django guards only the first datetime() it makes, and for ValueError only).
+            raise IncorrectLookupParameters(exc) from exc
+        remaining_lookups = found[2]  # what no filter of the page took
+        not_offered = set(remaining_lookups) - self._date_hierarchy_lookups(request)
+        if not_offered:
+            raise DisallowedModelAdminLookup(f"Filtering by {', '.join(sorted(not_offered))} not allowed")
+        return found
+
+    def _date_hierarchy_lookups(self, request) -> set[str]:
+        """The bounds Django makes of the date links' year (month, day), in place of any given."""
+        field = self.date_hierarchy
+        if not field or f"{field}__year" not in request.GET:
+            return set()
+        return {f"{field}__gte", f"{field}__lt"}
+
+
+@cache
+def _own_filters_only(changelist_class: type[ChangeList]) -> type[ChangeList]:
+    if issubclass(changelist_class, OwnFiltersChangeList):
+        return changelist_class
+    return type(changelist_class.__name__, (OwnFiltersChangeList, changelist_class), {})
+
+
 class AccountScopedAdmin:
     """Mixed into every ModelAdmin by the admin site (ServiceAdminSite.register), so that a model
     registered later is scoped without a line of its own: rows, the objects of change, delete and
     history pages (another account's id is answered as an id that does not exist), actions,
     autocomplete and raw-id lookups (through the related model's admin), foreign-key and
     many-to-many choices, and list filters. For a user of an account the account itself is
-    never a choice: forms show it read-only and fill it in."""
+    never a choice: forms show it read-only and fill it in. Lists and searches take only what
+    they offer from their address (OwnFiltersChangeList)."""
 
     def get_queryset(self, request):
         return scoped(request, super().get_queryset(request))
+
+    def get_changelist(self, request, **kwargs):
+        return _own_filters_only(super().get_changelist(request, **kwargs))
+
+    def get_search_results(self, request, queryset, search_term):
+        # The autocomplete's term comes here unchecked (a list's `q` was checked with its address).
+        if not list_value_taken(search_term):
+            return queryset.none(), False  # no row holds NUL; an over-long term is not searched for
+        return super().get_search_results(request, queryset, search_term)
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         return _scoped_choices(request, super().formfield_for_foreignkey(db_field, request, **kwargs))

@@ -151,6 +151,12 @@ def problems(value, field: str | None = None, *, limit: int = 20) -> list[dict]:
     return found[:limit]
 
 
+def storable_text(text: str) -> bool:
+    """Whether `text` holds neither U+0000 nor a lone surrogate: what PostgreSQL's text and jsonb
+    take (as a value or a query's parameter) and UTF-8 can encode. Also the admin lists' rule."""
+    return _BAD_CHARACTER.search(text) is None
+
+
 def _rule_broken_by(value) -> str | None:
     if isinstance(value, OutOfRange):
         return "number_out_of_range"

@@ -357,7 +357,8 @@ class DeliveryAdmin(ObjectButtonsAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
-        if term.isdigit():
+        # ASCII digits only: "²" is a digit to str.isdigit() that int() refuses (a 500).
+        if term.isascii() and term.isdigit():
             return queryset.filter(event__post_id=int(term)), False
         try:
             return queryset.filter(pk=uuid.UUID(term)), False

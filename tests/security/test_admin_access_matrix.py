@@ -339,10 +339,13 @@ def test_autocomplete_offers_only_the_users_own_objects(world, who, label, field
 def test_the_account_filter_cannot_be_forged_into_a_changelist(world):
     client = signed_in(world, "admin_a")
     response = client.get("/admin/posts/tag/", {"account__id__exact": world["b"].account.pk})
-    # The filter applies within the user's own rows, so asking for another account finds nothing.
+    # Their list offers no account filter, and a list takes no filter it does not offer (400).
+    assert response.status_code == 400
+    assert world["b"].objects["posts.tag"].name not in response.content.decode()
+    # A filter it offers applies within the user's own rows: another account's channel finds nothing.
+    response = client.get("/admin/posts/post/", {"channel__id__exact": world["b"].objects["channels.channel"].pk})
     assert response.status_code == 200
     assert response.context["cl"].result_count == 0
-    assert world["b"].objects["posts.tag"].name not in response.content.decode()
 
 
 def test_the_operator_sees_both_accounts_with_an_account_column(world):
