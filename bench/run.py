@@ -6,7 +6,7 @@ bench/publishing.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
-gunicorn, a Celery worker and webhook receivers on ports 8400-8499 and stops them (their whole
+the web process (config/web.py), a Celery worker and webhook receivers on ports 8400-8499 and stops them (their whole
 process groups) whatever happens. Prints the results table and writes it to bench/RESULTS.md
 (a run of the publishing part alone replaces only its section there). Logs of the started
 processes are in bench/.work/.
@@ -45,16 +45,14 @@ DB_NAME = os.environ.get("BENCH_DATABASE", "cps_bench")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7")
 QUEUE = "cps-bench"
 WEB_PORT, RECEIVER_PORT = 8401, 8402
-# gunicorn on 2 cores shared with PostgreSQL and wrk: 3 processes of 2 threads keep both cores
-# busy while requests wait on PostgreSQL (2x4, 2x2, 4x2 and 3x4 measured no better).
-# The web server of the API benchmark: 4 gunicorn processes of one thread each, which is gunicorn's
-# sync worker (it takes a connection only when it is idle, so 32 busy connections queue fairly;
-# gthread workers take connections greedily and serve some of them late: see docs/benchmarks.md).
-WEB_CONCURRENCY = os.environ.get("BENCH_WEB_CONCURRENCY", "4")
-WEB_THREADS = os.environ.get("BENCH_WEB_THREADS", "1")
-# The other servers measured on the cached reads: gunicorn's gthread worker as the benchmark ran it
-# before, and granian with the processes and threads of the main run.
-COMPARED_SERVERS = (("gunicorn", "3", "2"), ("granian", WEB_CONCURRENCY, WEB_THREADS))
+# The web server of the API benchmark: the Procfile's web process (granian serving config/asgi.py)
+# with its default processes and threads, 2 x 4 (4 x 1, 2 x 2 and 3 x 2 measured no better on 2 cores).
+WEB_CONCURRENCY = os.environ.get("BENCH_WEB_CONCURRENCY", "2")
+WEB_THREADS = os.environ.get("BENCH_WEB_THREADS", "4")
+# The other server measured on the cached reads: gunicorn's sync worker, 4 processes, which served
+# the benchmark's main run before issue 30 (it takes a connection only when it is idle, so 32 busy
+# connections queue fairly; but a client that sends slowly holds a whole process).
+COMPARED_SERVERS = (("gunicorn", "4", "1"),)
 WORKER_CONCURRENCY = os.environ.get("BENCH_WORKER_CONCURRENCY", "2")
 
 CONNECTIONS = 32
@@ -109,7 +107,7 @@ sys.modules.setdefault("bench.run", sys.modules[__name__])
 
 
 class Process:
-    """A child in its own process group (gunicorn's and celery's children go with it)."""
+    """A child in its own process group (the web server's and celery's children go with it)."""
 
     running: list["Process"] = []
 
@@ -415,7 +413,7 @@ ROLES = ("web", "postgres", "redis", "wrk", "other")
 def cpu_snapshot(web_group: int) -> dict[str, float]:
     """CPU seconds used so far, by role: the web server's process group, PostgreSQL, Redis, the
     load generator (this process's waited-for children: the wrk runs) and everything else busy on
-    the machine. A process's own time plus that of its children that ended (gunicorn's recycled
+    the machine. A process's own time plus that of its children that ended (the web server's replaced
     workers, PostgreSQL's closed backends), so nothing that ran in between is missed."""
     import resource
 
@@ -452,25 +450,22 @@ def wrk(wrk_bin: str, key: str, path: str, seconds: int, env: dict | None = None
     return result.stdout
 
 
-# The HTTP servers compared. gunicorn is the one the Procfile runs (config/gunicorn.py: the request
-# limits and the JSON answer to the requests it refuses itself); granian (Rust, from PyPI) serves
-# the same WSGI application with the same number of processes and threads.
-SERVERS = ("gunicorn", "granian")
-
-
+# The HTTP servers compared: the Procfile's web process (`python -m config.web`: granian, the request
+# limits and the JSON answer to the requests it refuses itself), and gunicorn's sync worker serving
+# the same WSGI application (config/wsgi.py, preloaded), as the benchmark's main run did before.
 def server_label(server: str, workers: str, threads: str) -> str:
-    kind = {"gunicorn": " (sync worker)" if threads == "1" else " (gthread)"}.get(server, "")
-    return f"{server}{kind}, {workers} processes x {threads} thread{'s' if threads != '1' else ''}"
+    name = {"web": "granian (config/web.py)", "gunicorn": "gunicorn (sync worker)"}[server]
+    return f"{name}, {workers} processes x {threads} thread{'s' if threads != '1' else ''}"
 
 
 def start_web(server: str, workers: str = WEB_CONCURRENCY, threads: str = WEB_THREADS) -> "Process":
     env = {"DJANGO_SETTINGS_MODULE": "bench.settings"}
-    if server == "gunicorn":
-        args = [str(BIN / "gunicorn"), "-c", "config/gunicorn.py", "config.wsgi"]
+    if server == "web":
+        args = [PYTHON, "-m", "config.web"]
         env |= {"BIND": f"127.0.0.1:{WEB_PORT}", "WEB_CONCURRENCY": workers, "WEB_THREADS": threads}
     else:
-        args = [str(BIN / "granian"), "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(WEB_PORT),
-                "--workers", workers, "--blocking-threads", threads, "config.wsgi:application"]  # fmt: skip
+        args = [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{WEB_PORT}", "--workers", workers, "--threads", threads,
+                "--preload", "--no-control-socket", "config.wsgi"]  # fmt: skip
     web = Process(f"{server}-{workers}x{threads}", args, env)
     wait_http(f"http://127.0.0.1:{WEB_PORT}/healthz")
     return web
@@ -513,17 +508,17 @@ def bench_api(wrk_bin: str, duration: int) -> dict:
     cached = [pair for pair in endpoints if pair[0] in CACHED_TARGETS]
     write_path = f"/v1/floor/channels/{seed['channel']}/write"
     load_before = os.getloadavg()[0]
-    web = start_web("gunicorn")
+    web = start_web("web")
     try:
         rows = measure(wrk_bin, seed["key"], web, endpoints, duration)
         mixed = measure(wrk_bin, seed["key"], web, cached, duration, write_path)
     finally:
-        boots = web.log_text().count("Booting worker")
+        boots = web.log_text().count("Spawning worker")
         web.stop()
     load_after = os.getloadavg()[0]
     for row in rows:
         row["queries"], row["floor_queries"] = queries[(row["endpoint"], "api")], queries[(row["endpoint"], "floor")]
-    servers = {server_label("gunicorn", WEB_CONCURRENCY, WEB_THREADS): rows}
+    servers = {server_label("web", WEB_CONCURRENCY, WEB_THREADS): rows}
     for config in COMPARED_SERVERS:
         web = start_web(*config)
         try:
@@ -811,7 +806,7 @@ def servers_section(api: dict) -> list[str]:
     main, *others = api["servers"]
     lines = [
         "**HTTP servers**, on the cached reads, each endpoint with its floor on the same server: the main run's "
-        f"({main}, the server the Procfile runs, config/gunicorn.py) and the others.",
+        f"({main}, the server the Procfile runs) and the others.",
         "",
         "| Server | Endpoint | req/s | p50 ms | p99 ms | floor req/s | floor p99 ms | req/s / main run's |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
@@ -915,7 +910,7 @@ def report(
         lines += [
             f"## 1. API throughput (wrk, {CONNECTIONS} connections, {api['duration']} s per run, from 127.0.0.1)",
             "",
-            f"{server_label('gunicorn', WEB_CONCURRENCY, WEB_THREADS)}, `config/gunicorn.py` with production "
+            f"{server_label('web', WEB_CONCURRENCY, WEB_THREADS)}, the Procfile's web process with production "
             "settings on PostgreSQL. Floor: a plain Django view (bench/floor.py, no DRF) with "
             "the same key lookup, the same queries and byte-identical JSON, served by the same server and "
             f"middleware. Each endpoint and its floor take turns in {SLICES} slices of "
@@ -1128,6 +1123,19 @@ def main() -> int:
     if parts == set(PARTS):
         RESULTS.write_text(text)
         print(f"bench: written to {RESULTS.relative_to(ROOT)}")
+    elif parts == {"api"} and args.duration == parser.get_default("duration"):
+        from bench.publishing import replace_section
+
+        lines = text.split("\n")
+        start = next(i for i, line in enumerate(lines) if line.startswith("## 1. "))
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith(("## ", "The whole benchmark took")))
+        alone = (
+            f"This part was run alone (`bench/run.py --only api`) on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; load "
+            "average at its start: " + ", ".join(f"{x:.2f}" for x in info["load_at_start"]) + "."
+        )
+        section = [*lines[start : start + 2], alone, "", *lines[start + 2 : end]]
+        RESULTS.write_text(replace_section(RESULTS.read_text(), section))
+        print(f"bench: API section written to {RESULTS.relative_to(ROOT)}")
     elif parts == {"publishing"} and args.publishing_posts == parser.get_default("publishing_posts"):
         from bench.publishing import publishing_section, replace_section
 

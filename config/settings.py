@@ -5,6 +5,7 @@ run the service on one machine with nothing installed: SQLite and a filesystem C
 Production differs only by environment variables.
 """
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 
@@ -342,6 +343,11 @@ RATE_LIMITS = {
 RATE_LIMIT_AUTH_FAILURES = _limit("RATE_LIMIT_AUTH_FAILURES", "100")
 # Failed logins per client address per 15 minutes; past it admin-site login attempts get 429.
 ADMIN_LOGIN_FAILURE_LIMIT = _limit("ADMIN_LOGIN_FAILURE_LIMIT", "10")
+# Failed sign-ins per e-mail (stripped, lower-case; known to the service or not) per clock hour, from any
+# address; past it, password sign-ins for that e-mail get 429 until the hour ends, and its account's
+# admins (an operator's: the operators) get one e-mail. Twice the address's limit: a person mistyping
+# from one address meets that one first; guessing spread over many addresses gets 20 tries an hour.
+SIGN_IN_FAILURE_LIMIT_PER_EMAIL = _limit("SIGN_IN_FAILURE_LIMIT_PER_EMAIL", "20")
 # django-axes counts them (apps/api/ratelimit.py): by client address as the API's rate limits see it
 # (NUM_PROXIES), in the default cache, forgotten 15 minutes after the address's last failure. The
 # attempt that reaches the limit gets the form back; later ones get 429 with Retry-After until then.
@@ -349,6 +355,9 @@ AXES_LOCKOUT_PARAMETERS = ["ip_address"]
 AXES_FAILURE_LIMIT = "apps.api.ratelimit.admin_login_failure_limit"
 AXES_COOLOFF_TIME = "apps.api.ratelimit.admin_login_cool_off"
 AXES_CLIENT_IP_CALLABLE = "apps.api.ratelimit.client_address"
+# Where the e-mail is in the credentials (for its budget): authenticate()'s keyword, the sign-in forms'
+# field. axes' default, USERNAME_FIELD ("email"), is not in what user_login_failed reports.
+AXES_USERNAME_FORM_FIELD = "username"
 AXES_HANDLER = "apps.api.ratelimit.LoginFailureHandler"
 AXES_LOCKOUT_CALLABLE = "apps.api.middleware.login_throttled"
 AXES_HTTP_RESPONSE_CODE = 429
@@ -385,6 +394,8 @@ EMAIL_PORT = env.int("EMAIL_PORT", default=25)
 EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
 EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
 EMAIL_USE_TLS = _bool("EMAIL_USE_TLS", default=False)
+# Seconds a mail server may take to answer: a hung one must not hold a request or a thread for ever.
+EMAIL_TIMEOUT = _positive_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Content Publishing <noreply@localhost>")
 
 # --- Users, sign-in and single sign-on ---
@@ -411,10 +422,15 @@ if LOG_FORMAT not in {"plain", "json"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # Both escape what a record quotes (CR, LF, NUL and the other controls of a hostile path, header
+    # or e-mail), so each record is one line and none can be forged (apps/api/observability.py).
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "plain": {
+            "class": "apps.api.observability.EscapingFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+        },
         "json": {
-            "()": "pythonjsonlogger.json.JsonFormatter",
+            "()": "apps.api.observability.EscapingJsonFormatter",
             "fmt": "%(asctime)s %(levelname)s %(name)s %(request_id)s %(message)s",
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
@@ -535,3 +551,65 @@ CELERY_BEAT_SCHEDULE = {
 # beat runs from a fresh checkout. A string: celery appends the shelve suffixes to it.
 CELERY_BEAT_SCHEDULE_FILENAME = env.str("BEAT_SCHEDULE_FILE", default=str(VAR_DIR / "celerybeat-schedule"))
 Path(CELERY_BEAT_SCHEDULE_FILENAME).parent.mkdir(parents=True, exist_ok=True)
+
+
+# --- The web process (config/web.py: granian serving config/asgi.py) ---
+def _int_between(name: str, default: int, low: int, high: int) -> int:
+    value = env.int(name, default=default)
+    if not low <= value <= high:
+        raise ImproperlyConfigured(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _bind() -> tuple[str, int]:
+    """BIND as `address:port` (an IP address; IPv6 in brackets), by default 127.0.0.1:$PORT."""
+    port = env.str("PORT", default="8000").strip()
+    raw = env.str("BIND", default=f"127.0.0.1:{port}").strip()
+    host, _, port = raw.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    try:
+        ipaddress.ip_address(host)
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(port)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"BIND must be an IP address and a port, like 127.0.0.1:8000 or [::1]:8000 (PORT: a port), got {raw!r}"
+        ) from None
+    return host, int(port)
+
+
+def _networks(name: str, default: str) -> tuple:
+    """Comma-separated addresses or networks, or `*` (any)."""
+    raw = env.str(name, default=default)
+    try:
+        return tuple(
+            part if part == "*" else ipaddress.ip_network(part, strict=False)
+            for part in (item.strip() for item in raw.split(","))
+            if part
+        )
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} must be comma-separated IP addresses or networks, or *, got {raw!r}"
+        ) from None
+
+
+WEB_BIND = _bind()
+WEB_CONCURRENCY = _positive_int("WEB_CONCURRENCY", 2)  # worker processes
+WEB_THREADS = _positive_int("WEB_THREADS", 4)  # threads per process that run the application
+# Seconds a client has to send a request's line and headers (counted from the connection's opening
+# or the end of the previous answer, so also how long an idle kept-alive connection stays open;
+# granian takes at most 60), and then its body: past either the connection is closed (a body
+# answers 408 first). Neither holds a thread while it waits.
+WEB_HEADER_TIMEOUT = _int_between("WEB_HEADER_TIMEOUT", 10, 1, 60)
+WEB_BODY_TIMEOUT = _positive_int("WEB_BODY_TIMEOUT", 30)
+# Seconds a stopping worker gets to finish its requests before it is killed.
+WEB_GRACEFUL_TIMEOUT = _int_between("WEB_GRACEFUL_TIMEOUT", 30, 1, 1800)
+# A worker whose memory (RSS, MiB) reaches this is replaced (a new one first, then the old one stops
+# gracefully), checked every WEB_MEMORY_CHECK_INTERVAL seconds: a slow leak cannot grow without bound.
+WEB_MAX_MEMORY = _limit("WEB_MAX_MEMORY", "1024")
+WEB_MEMORY_CHECK_INTERVAL = _int_between("WEB_MEMORY_CHECK_INTERVAL", 30, 1, 300)
+WEB_PRELOAD = _bool("WEB_PRELOAD", default=True)
+# The application logs one line per request (cps.request); granian's own access log is off unless asked.
+WEB_ACCESS_LOG = _bool("WEB_ACCESS_LOG", default=False)
+# Proxies whose X-Forwarded-Proto (or -Protocol, -Ssl) sets the request's scheme.
+FORWARDED_ALLOW_IPS = _networks("FORWARDED_ALLOW_IPS", "127.0.0.1")

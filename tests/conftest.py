@@ -320,8 +320,8 @@ def free_port_in(ports: range) -> int:
 
 
 class WebProcess:
-    """gunicorn with the production config (config/gunicorn.py) on the test database, on a free port
-    in 8500-8599, in its own process group."""
+    """The Procfile's web process (`python -m config.web`: granian serving config/asgi.py) on the test
+    database, on a free port in 8500-8599, in its own process group."""
 
     def __init__(self, env: dict) -> None:
         self.url = f"http://127.0.0.1:{free_port_in(WEB_PORTS)}"
@@ -331,7 +331,7 @@ class WebProcess:
 
     def start(self) -> "WebProcess":
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "config.wsgi"],
+            [sys.executable, "-m", "config.web"],
             env=self.env, stdout=self.log, stderr=subprocess.STDOUT, cwd=settings.BASE_DIR, start_new_session=True,
         )  # fmt: skip
         wait_until(lambda: self._answers() or self.process.poll() is not None, timeout=30, step=0.1)

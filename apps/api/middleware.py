@@ -115,18 +115,22 @@ class ApiHttpMiddleware:
 
 
 def login_throttled(request, original_response, credentials):
-    """AXES_LOCKOUT_CALLABLE: the answer to a login attempt (admin site or web sign-in) from an address
-    that has used up its failed logins (see ratelimit's failed-login part)."""
+    """AXES_LOCKOUT_CALLABLE: the answer to a login attempt (admin site, web sign-in, step-up) whose
+    address or e-mail has used up its failed logins (see ratelimit's failed-login part). It says which,
+    and never whether the e-mail belongs to anyone."""
     if getattr(request, "axes_failures_since_start", None) is not None:
         # This attempt's password was checked and its failure is the one that reached the limit: it
         # gets the form with its error, like the failures before it; the next attempt is refused.
         return original_response
     retry_after = ratelimit.login_lockout_seconds(request, credentials)
+    pause = ratelimit.sign_in_pause(request)
+    context = {
+        **admin.site.each_context(request),
+        "retry_minutes": -(-retry_after // 60),
+        "by_address": pause.by_address,
+        "by_email": pause.email is not None,
+    }
     response = TemplateResponse(
-        request,
-        "admin/login_throttled.html",
-        {**admin.site.each_context(request), "retry_minutes": -(-retry_after // 60)},
-        status=429,
-        headers={"Retry-After": str(retry_after)},
+        request, "admin/login_throttled.html", context, status=429, headers={"Retry-After": str(retry_after)}
     )
     return response.render()

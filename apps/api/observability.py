@@ -1,14 +1,19 @@
 """One log line per request, with a request id that is echoed as X-Request-ID and carried by every
-log record of the request (RequestIdFilter) and by the Celery tasks it enqueues (config/celery.py)."""
+log record of the request (RequestIdFilter) and by the Celery tasks it enqueues (config/celery.py);
+and the formatters of settings.LOGGING, which write every record as one line whatever it quotes."""
 
+import copy
 import logging
 import re
 import time
+import traceback
 import uuid
+from collections.abc import Iterator
 from contextvars import ContextVar
 
 from django.http import HttpRequest
 from django.utils.log import log_response
+from pythonjsonlogger.json import JsonFormatter
 
 logger = logging.getLogger("cps.request")
 
@@ -86,3 +91,105 @@ class RequestSummaryFilter(logging.Filter):
         if isinstance(request, HttpRequest):
             record.request = f"{request.method} {request.path}"
         return True
+
+
+# --- One record, one line: what a record quotes cannot start a line of its own ---
+#
+# Log records quote what clients send: the path (decoded: `%0a` is a line feed), headers (the Host of
+# a DisallowedHost warning), the e-mail of a failed sign-in, exception messages that quote input. The
+# formatters escape every character that could end a line or rewrite the terminal: C0 and C1 controls
+# (CR, LF, NUL, ESC, TAB...), DEL, the Unicode line and paragraph separators (str.splitlines() splits
+# on all of these), the bidirectional overrides (which make text read as another text), and lone
+# surrogates, which the handler's UTF-8 stream cannot encode: the record would be lost instead.
+# The backslash itself is left as it is, so escaping twice changes nothing and ordinary text (a
+# Windows path, a regular expression) reads as written; `\n` in a line is a line feed that was sent,
+# or a backslash and an n.
+UNSAFE_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match) -> str:
+    character = match.group()
+    code = ord(character)
+    return SHORT_ESCAPES.get(character) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with each character that could break a log line written as an escape (`\\n`, `\\x00`, `\\u2028`)."""
+    return UNSAFE_CHARACTERS.sub(_escape, text)
+
+
+def _escaped(value):
+    """A record's extra field, its strings escaped (within lists and dicts too, keys included)."""
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, list | tuple):
+        return type(value)(_escaped(item) for item in value)
+    if isinstance(value, dict):
+        return {_escaped(key): _escaped(item) for key, item in value.items()}
+    return value
+
+
+# The attributes every record has; any other one is an `extra` field (or a filter's, like request_id).
+RECORD_ATTRIBUTES = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+def escaped_record(record: logging.LogRecord) -> logging.LogRecord:
+    """A copy of `record` whose message (with its arguments put in) and extra fields are escaped. A
+    copy: other handlers (and tests' captures) still see what was logged."""
+    safe = copy.copy(record)
+    for name in record.__dict__.keys() - RECORD_ATTRIBUTES:
+        value = safe.__dict__.pop(name)
+        safe.__dict__[escape_controls(name)] = _escaped(value)
+    safe.msg = _escaped(record.msg) if isinstance(record.msg, dict) else escape_controls(record.getMessage())
+    safe.args = ()
+    if record.exc_info:
+        # Written again by formatException below, never taken from a text another formatter cached.
+        safe.exc_text = None
+    elif record.exc_text:
+        # A traceback written elsewhere (another process): nothing tells its frames from quoted input.
+        safe.exc_text = escape_controls(record.exc_text)
+    return safe
+
+
+CAUSE_LINE = "\nThe above exception was the direct cause of the following exception:\n\n"
+CONTEXT_LINE = "\nDuring handling of the above exception, another exception occurred:\n\n"
+
+
+def traceback_lines(exception: traceback.TracebackException) -> Iterator[str]:
+    """The traceback as Python writes it (chained and grouped exceptions too), except that each
+    exception's own lines (`ValueError: <message>`, its notes), which can quote input, are one line
+    each, escaped. The frames stay as they are: they come from the code, not from a client."""
+    if exception.__cause__ is not None:
+        yield from traceback_lines(exception.__cause__)
+        yield CAUSE_LINE
+    elif exception.__context__ is not None and not exception.__suppress_context__:
+        yield from traceback_lines(exception.__context__)
+        yield CONTEXT_LINE
+    if exception.stack:
+        yield "Traceback (most recent call last):\n"
+        yield from exception.stack.format()
+    for line in exception.format_exception_only():
+        yield escape_controls(line.removesuffix("\n")) + "\n"
+    members = exception.exceptions or []
+    for number, member in enumerate(members, start=1):
+        yield f"\nException {number} of {len(members)} in the group above:\n\n"
+        yield from traceback_lines(member)
+
+
+class EscapingFormatter(logging.Formatter):
+    """settings.LOGGING's plain format: every record on one line (a traceback follows on lines of its own)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(escaped_record(record))
+
+    def formatException(self, ei) -> str:
+        if ei[1] is None:
+            return super().formatException(ei)
+        return "".join(traceback_lines(traceback.TracebackException(*ei))).removesuffix("\n")
+
+
+class EscapingJsonFormatter(EscapingFormatter, JsonFormatter):
+    """settings.LOGGING's JSON format. json.dumps already writes no raw control character (with
+    ensure_ascii, nothing but ASCII); the values are escaped as well, so a message printed from the
+    JSON (`jq -r .message`) is still one line and rewrites no terminal."""

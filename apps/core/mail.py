@@ -12,7 +12,13 @@ def tell_account_admins(*, account, template: str, context: dict, page: tuple[st
     """E-mail the account's active admins `template`_subject.txt / `template`.txt, with `url` in the
     context: the Settings area's page `page` (URL name, object id). Called after the commit of what
     it reports; a mail server that fails is logged, and what it reports stands."""
-    recipients = [email for email in account.users.active_admins().values_list("email", flat=True) if email]
+    recipients = account.users.active_admins().values_list("email", flat=True)
+    tell(recipients, template=template, context=context, page=page, whom=f"the admins of account {account.pk}")
+
+
+def tell(recipients, *, template: str, context: dict, page: tuple[str, int], whom: str) -> None:
+    """tell_account_admins() for other `recipients` (e-mail addresses); `whom` names them in the log."""
+    recipients = [email for email in recipients if email]
     if not recipients:
         return
     url_name, object_id = page
@@ -22,4 +28,4 @@ def tell_account_admins(*, account, template: str, context: dict, page: tuple[st
     try:
         send_mail(subject, body, None, recipients)
     except Exception as exc:  # smtplib and socket errors vary by backend
-        logger.warning("e-mail %s to the admins of account %s not sent: %s", template, account.pk, exc)
+        logger.warning("e-mail %s to %s not sent: %s", template, whom, exc)

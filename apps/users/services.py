@@ -21,6 +21,7 @@ from django.utils.http import urlsafe_base64_encode
 
 from apps.accounts.models import Account
 from apps.core.errors import Conflict, DomainError, Unavailable
+from apps.core.mail import tell, tell_account_admins
 from apps.core.validation import invalid_from_django
 from apps.users.models import Role, Status, User, canonical_permissions
 from apps.users.serializers import user_payload
@@ -323,3 +324,27 @@ def user_record_login(*, user: User, via: str) -> None:
     User.objects.filter(pk=user.pk).update(last_login=now)
     user.last_login = now
     _emit(user, EventKind.USER_LOGIN, via=via)
+
+
+def sign_in_pause_report(*, email: str, failures: int, addresses: list[str], since, until) -> None:
+    """Tell who looks after the user of `email` that its password sign-ins are paused until `until`,
+    after `failures` failed since `since` from `addresses` (distinct, the latest last): the active
+    admins of its account, or, for an operator, the active operators. Nobody for an e-mail that is no
+    user's (the pause itself does not tell them apart)."""
+    user = User.objects.select_related("account").filter(email__iexact=email).order_by("pk").first()
+    if user is None:
+        return
+    context = {
+        "user": user,
+        "failures": failures,
+        "address_count": len(addresses),
+        "latest_addresses": addresses[::-1][:10],
+        "since": since,
+        "until": until,
+    }
+    template, page = "users/sign_in_paused_email", ("admin:users_user_change", user.pk)
+    if user.account is not None:
+        tell_account_admins(account=user.account, template=template, context=context, page=page)
+    else:
+        operators = User.objects.filter(is_superuser=True, status=Status.ACTIVE).values_list("email", flat=True)
+        tell(operators, template=template, context=context, page=page, whom="the operators")

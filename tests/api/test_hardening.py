@@ -311,6 +311,7 @@ def test_the_api_is_not_affected_by_the_login_throttle(operator, three_admin_fai
 
 
 def test_logins_work_unthrottled_while_the_cache_is_unreachable(operator, three_admin_failures, settings, caplog):
+    settings.SIGN_IN_FAILURE_LIMIT_PER_EMAIL = 3  # the e-mail's budget fails open too
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         closed_port = sock.getsockname()[1]
@@ -334,11 +335,12 @@ def test_the_admin_lives_at_admin_url():
 
 # What these tests set, unset first (as prefixes: the names of single variables match no other one).
 UNSET = ("RATE_LIMIT_", "SECURE_HSTS_", "DJANGO_", "ENVIRONMENT", "SECRET_KEY", "DEBUG", "MAX_REQUEST_BODY_BYTES",
-         "NUM_PROXIES", "ADMIN_LOGIN_FAILURE_LIMIT")  # fmt: skip
+         "NUM_PROXIES", "ADMIN_LOGIN_FAILURE_LIMIT", "SIGN_IN_FAILURE_LIMIT_PER_EMAIL")  # fmt: skip
 SHOW = (
     "import json, config.settings as s; print(json.dumps({'DEBUG': s.DEBUG, 'RATE_LIMITS': s.RATE_LIMITS, "
     "'AUTH': s.RATE_LIMIT_AUTH_FAILURES, 'BODY': s.DATA_UPLOAD_MAX_MEMORY_SIZE, 'HSTS': s.SECURE_HSTS_SECONDS, "
-    "'PROXIES': s.REST_FRAMEWORK['NUM_PROXIES'], 'ADMIN': s.ADMIN_LOGIN_FAILURE_LIMIT}))"
+    "'PROXIES': s.REST_FRAMEWORK['NUM_PROXIES'], 'ADMIN': s.ADMIN_LOGIN_FAILURE_LIMIT, "
+    "'PER_EMAIL': s.SIGN_IN_FAILURE_LIMIT_PER_EMAIL}))"
 )
 
 
@@ -367,6 +369,7 @@ def test_defaults_are_debug_off_and_the_documented_limits():
         0,
         10,
     )
+    assert loaded["PER_EMAIL"] == 20
 
 
 def test_limits_and_hardening_knobs_come_from_the_environment():
@@ -379,6 +382,7 @@ def test_limits_and_hardening_knobs_come_from_the_environment():
         SECURE_HSTS_SECONDS="3600",
         NUM_PROXIES="2",
         ADMIN_LOGIN_FAILURE_LIMIT="4",
+        SIGN_IN_FAILURE_LIMIT_PER_EMAIL="",
         DEBUG="true",
     )
     assert loaded["RATE_LIMITS"] == {"free": 5, "starter": None, "professional": 50000, "enterprise": 100000}
@@ -389,6 +393,7 @@ def test_limits_and_hardening_knobs_come_from_the_environment():
         2,
         4,
     )
+    assert loaded["PER_EMAIL"] is None
     assert loaded["DEBUG"] is True
 
 
@@ -402,6 +407,10 @@ def test_limits_and_hardening_knobs_come_from_the_environment():
         ("MAX_REQUEST_BODY_BYTES", "0"),
         ("SECURE_HSTS_SECONDS", "-1"),
         ("NUM_PROXIES", "-1"),
+        ("SIGN_IN_FAILURE_LIMIT_PER_EMAIL", "0"),
+        ("STEP_UP_TTL", "0"),
+        ("PASSWORD_LINK_TTL", "soon"),
+        ("EMAIL_TIMEOUT", "-3"),
     ],
 )
 def test_bad_values_stop_the_start_up(name, value):

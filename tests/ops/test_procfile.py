@@ -200,3 +200,38 @@ def test_beat_keeps_its_schedule_where_beat_schedule_file_says(tmp_path, run_lin
     eventually(lambda: "Sending due task posts.content_plan" in beat.log(), "beat sends the due content plan", [beat])
     assert schedule_files(schedule.parent, schedule.name), logs_of(beat)
     assert not (checkout / "var").exists(), logs_of(beat)
+
+
+def unix_socket_paths(group: int) -> list[str]:
+    """The paths of the unix sockets open in a process group (a control socket would be one)."""
+    inodes = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == group:
+                for fd in (stat.parent / "fd").iterdir():
+                    with contextlib.suppress(OSError):
+                        target = os.readlink(fd)
+                        if target.startswith("socket:["):
+                            inodes.add(target[len("socket:[") : -1])
+    rows = (line.split() for line in Path("/proc/net/unix").read_text().splitlines()[1:])
+    return [row[7] for row in rows if len(row) > 7 and row[6] in inodes]
+
+
+def test_the_web_line_reads_the_checkouts_env_file_and_opens_no_control_socket(tmp_path, run_line):
+    """The web process reads its settings as Django does, the .env file beside manage.py included
+    (here the port it listens on), and leaves nothing behind in HOME or XDG_RUNTIME_DIR, where
+    gunicorn's control socket was, shared by every instance of the same user."""
+    checkout = fresh_checkout(tmp_path / "checkout")
+    port = free_port()
+    (checkout / ".env").write_text(f"PORT={port}\nWEB_CONCURRENCY=1\n")
+    home, runtime = tmp_path / "home", tmp_path / "run"
+    home.mkdir()
+    runtime.mkdir()
+    env = fresh_environment(HOME=str(home), XDG_RUNTIME_DIR=str(runtime))
+    assert "PORT" not in env
+
+    web = run_line("web", procfile_lines(checkout)["web"], checkout, env)
+
+    eventually(lambda: answers_200(f"http://127.0.0.1:{port}/healthz"), "the web answers on the .env's PORT", [web])
+    assert unix_socket_paths(web.process.pid) == [], logs_of(web)
+    assert list(home.iterdir()) == [] and list(runtime.iterdir()) == []

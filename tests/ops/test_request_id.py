@@ -1,6 +1,5 @@
 """The request id (X-Request-ID) on every log record of the request, and in the Celery tasks it enqueues."""
 
-import importlib
 import json
 import logging
 from pathlib import Path
@@ -167,13 +166,13 @@ def test_the_workers_log_lines_of_the_task_carry_the_id_of_the_request(client, s
     assert "[req-worker-1]" in line, worker.log_tail()
 
 
-# --- gunicorn ---
+# --- the web server ---
 
 
-def test_gunicorn_writes_no_access_log_of_its_own_unless_asked(monkeypatch):
-    monkeypatch.delenv("WEB_ACCESS_LOG", raising=False)
-    assert importlib.reload(importlib.import_module("config.gunicorn")).accesslog is None
-    monkeypatch.setenv("WEB_ACCESS_LOG", "true")
-    assert importlib.reload(importlib.import_module("config.gunicorn")).accesslog == "-"
-    monkeypatch.delenv("WEB_ACCESS_LOG")
-    importlib.reload(importlib.import_module("config.gunicorn"))
+def test_the_web_server_writes_no_access_log_of_its_own_unless_asked(settings):
+    from config.web import server_options
+
+    settings.WEB_ACCESS_LOG = False
+    assert server_options(settings)["log_access"] is False
+    settings.WEB_ACCESS_LOG = True
+    assert server_options(settings)["log_access"] is True

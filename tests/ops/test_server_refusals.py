@@ -1,23 +1,19 @@
-"""Requests gunicorn refuses itself, before the application sees them (a request line or header
-fields over its limits, a request that is not HTTP), answer the JSON error envelope with the
-headers of the application's data responses, never gunicorn's HTML page, and never quote the
-refused input (config/gunicorn.py)."""
+"""Requests the web server refuses itself, before the application sees them (a request line or header
+fields over their limits, an expectation it does not meet, a request that is not HTTP), never quote
+the refused input: config/asgi.py answers the JSON error envelope with the headers of the
+application's data responses; what granian refuses before it (more than 100 header fields, a head
+over 64 KiB, what is not HTTP) gets the status alone, with an empty body."""
 
-import inspect
 import json
-import re
-import runpy
 import socket
 
 import pytest
 from django.conf import settings
-from gunicorn.config import Config
-from gunicorn.workers.base import Worker
 
 from apps.api.errors import STATUS_CODES
+from config import asgi
 from tests.conftest import wait_until
 
-GUNICORN_CONFIG = str(settings.BASE_DIR / "config" / "gunicorn.py")
 SECRET = "token=secret123"
 
 
@@ -34,16 +30,16 @@ class Answer:
 
 
 def exchange(web, request: bytes) -> Answer:
-    """Send raw bytes to the web process and read its answer until it closes the connection."""
+    """Send raw bytes to the web process and read its answer until it closes the connection (the
+    write side stays open: granian drops a request whose client half-closes)."""
     host, port = web.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(request)
-        sock.shutdown(socket.SHUT_WR)
         raw = b""
         while True:
             try:
                 chunk = sock.recv(65536)
-            except ConnectionResetError:  # gunicorn closed with part of the request unread
+            except ConnectionResetError:  # the server closed with part of the request unread
                 break
             if not chunk:
                 break
@@ -73,8 +69,16 @@ def web(start_web):
     return start_web(WEB_CONCURRENCY=1, WEB_THREADS=2)
 
 
+def assert_bare_refusal(answer: Answer, status: int) -> None:
+    """granian's own refusals: the status, no body, the connection closed."""
+    assert answer.status == status, answer.raw[:2000]
+    assert answer.body == b""
+    assert answer.headers["connection"] == "close"
+    assert b"secret123" not in answer.raw
+
+
 def with_web(test):
-    """The marks of a test that starts gunicorn on the test database (as in test_web_process.py)."""
+    """The marks of a test that starts the web process on the test database (as in test_web_process.py)."""
     test = pytest.mark.django_db(test)
     reason = "the web process needs the test database on PostgreSQL"
     test = pytest.mark.skipif(not settings.IS_POSTGRES, reason=reason)(test)
@@ -97,26 +101,44 @@ def test_a_header_field_over_the_limit_answers_431_request_header_fields_too_lar
 
 
 @with_web
-def test_more_than_100_header_fields_answer_431_request_header_fields_too_large_as_json(web):
+def test_more_than_100_header_fields_answer_431_without_a_body(web):
     headers = "".join(f"X-Field-{number}: {SECRET}\r\n" for number in range(101))
     answer = exchange(web, f"GET /v1/me HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n".encode())
-    assert_json_refusal(answer, 431, "request_header_fields_too_large")
-    assert "more than 100 header fields" in answer.json()["error"]["message"]
+    assert_bare_refusal(answer, 431)
 
 
 @with_web
-def test_a_request_line_that_is_not_http_answers_400_bad_request_as_json_without_quoting_it(web):
+def test_a_head_larger_than_granians_buffer_answers_414_without_a_body(web):
+    answer = exchange(web, f"GET /v1/posts?{SECRET}&q={'a' * 70_000} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+    assert_bare_refusal(answer, 414)
+
+
+@with_web
+def test_a_request_line_that_is_not_http_answers_400_without_quoting_it(web):
     answer = exchange(web, f"this is not http {SECRET}\r\nHost: localhost\r\n\r\n".encode())
+    assert_bare_refusal(answer, 400)
+
+
+@with_web
+def test_an_expectation_other_than_100_continue_answers_417_expectation_failed_as_json(web):
+    request = f"POST /v1/me?{SECRET} HTTP/1.1\r\nHost: localhost\r\nExpect: {SECRET}\r\nContent-Length: 0\r\n\r\n"
+    assert_json_refusal(exchange(web, request.encode()), 417, "expectation_failed")
+
+
+@with_web
+def test_disagreeing_scheme_headers_from_a_trusted_proxy_answer_400_bad_request_as_json(web):
+    headers = "X-Forwarded-Proto: https\r\nX-Forwarded-Ssl: off\r\n"
+    answer = exchange(web, f"GET /healthz HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n".encode())
     assert_json_refusal(answer, 400, "bad_request")
 
 
 @with_web
-def test_a_refused_request_line_is_logged_without_its_query_string(web):
-    answer = exchange(web, f"GET /v1/me?{SECRET}\r\nHost: localhost\r\n\r\n".encode())  # no HTTP version
-    assert_json_refusal(answer, 400, "bad_request")
-    wait_until(lambda: "Invalid request from" in web.log_text(), timeout=10)
+def test_a_refusal_is_logged_with_the_clients_address_and_the_status_only(web):
+    answer = exchange(web, f"GET /v1/me?{SECRET}&q={'a' * 5000} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+    assert_json_refusal(answer, 414, "uri_too_long")
+    wait_until(lambda: "Refused a request" in web.log_text(), timeout=10)
+    assert "Refused a request from ip=127.0.0.1: 414" in web.log_text()
     assert "secret123" not in web.log_text()
-    assert "/v1/me?<query left out>" in web.log_text()
 
 
 @with_web
@@ -127,37 +149,34 @@ def test_a_request_within_the_limits_is_still_answered_by_the_application(web):
     assert answer.json() == {"status": "ok"}
 
 
-def test_every_status_gunicorn_chooses_itself_has_a_code_and_a_fixed_message():
-    """A gunicorn upgrade that answers a new status is noticed here, not by a client."""
-    chosen = {int(status) for status in re.findall(r"status_int = (\d{3})", inspect.getsource(Worker.handle_error))}
-    assert chosen >= {400, 403, 414, 417, 431, 500, 501}
-    config = runpy.run_path(GUNICORN_CONFIG)
-    messages = config["refusal_messages"](Config())
-    assert chosen <= set(config["REFUSAL_CODES"])
-    assert chosen <= set(messages)
+def test_every_status_the_server_answers_itself_has_a_code_and_a_fixed_message():
+    assert set(asgi.REFUSAL_CODES) == set(asgi.REFUSAL_MESSAGES) >= {400, 408, 414, 417, 431, 500}
+    for status in asgi.REFUSAL_CODES:
+        [start, body] = asgi.refusal_messages(status)
+        assert start["status"] == status
+        assert json.loads(body["body"]) == {
+            "error": {"code": asgi.REFUSAL_CODES[status], "message": asgi.REFUSAL_MESSAGES[status]}
+        }
 
 
 def test_codes_shared_with_the_application_are_the_applications_codes():
-    codes = runpy.run_path(GUNICORN_CONFIG)["REFUSAL_CODES"]
-    shared = set(codes) & set(STATUS_CODES)
+    shared = set(asgi.REFUSAL_CODES) & set(STATUS_CODES)
     assert shared >= {400, 500}
-    assert {status: codes[status] for status in shared} == {status: STATUS_CODES[status] for status in shared}
+    assert {status: asgi.REFUSAL_CODES[status] for status in shared} == {
+        status: STATUS_CODES[status] for status in shared
+    }
 
 
-def test_the_limits_are_gunicorns_defaults_and_the_messages_name_them():
-    config = runpy.run_path(GUNICORN_CONFIG)
-    defaults = Config()
-    for name in ("limit_request_line", "limit_request_fields", "limit_request_field_size"):
-        assert config[name] == defaults.settings[name].default, name
-    messages = config["refusal_messages"](defaults)
-    assert messages[414] == "The request line is longer than 4094 bytes."
-    assert messages[431] == "The request has more than 100 header fields, or a header field longer than 8190 bytes."
+def test_the_limits_are_gunicorns_and_the_messages_name_them():
+    """The limits this service answered with before granian, unchanged."""
+    assert (asgi.LIMIT_REQUEST_LINE, asgi.LIMIT_REQUEST_FIELDS, asgi.LIMIT_REQUEST_FIELD_SIZE) == (4094, 100, 8190)
+    assert asgi.REFUSAL_MESSAGES[414] == "The request line is longer than 4094 bytes."
+    assert asgi.REFUSAL_MESSAGES[431] == (
+        "The request has more than 100 header fields, or a header field longer than 8190 bytes."
+    )
 
 
 def test_an_unexpected_status_still_answers_the_envelope():
-    config = runpy.run_path(GUNICORN_CONFIG)
-    messages = config["refusal_messages"](Config())
-    raw = config["refusal_response"](502, "Bad Gateway", messages)
-    answer = Answer(raw)
-    assert answer.status == 502
-    assert answer.json() == {"error": {"code": "internal_error", "message": messages[500]}}
+    [start, body] = asgi.refusal_messages(502)
+    assert start["status"] == 502
+    assert json.loads(body["body"]) == {"error": {"code": "internal_error", "message": asgi.REFUSAL_MESSAGES[500]}}
