@@ -123,18 +123,28 @@ def _send_invitation(user: User) -> None:
         "url": invitation_url(user),
         "ttl_days": settings.INVITATION_TTL_DAYS,
     }
-    subject = render_to_string("users/invitation_email_subject.txt", context).strip()
-    body = render_to_string("users/invitation_email.txt", context)
     # Sent inside the transaction: when the mail server refuses, the user is not created (or the
     # resend not recorded) and the caller can simply try again.
-    try:
-        send_mail(subject, body, None, [user.email])
-    except Exception as exc:  # smtplib and socket errors vary by backend
-        logger.warning("invitation e-mail to user %s not sent: %s", user.pk, exc)
-        raise Unavailable(
+    _mail_user(
+        user,
+        "users/invitation_email",
+        context,
+        Unavailable(
             "The invitation e-mail could not be sent; nothing was changed. Try again later.",
             code="invitation_not_sent",
-        ) from None
+        ),
+    )
+
+
+def _mail_user(user: User, template: str, context: dict, refused: Unavailable) -> None:
+    """E-mail `template`_subject.txt / `template`.txt to the user, or raise `refused` (logged) when
+    the mail server does not take it."""
+    subject = render_to_string(f"{template}_subject.txt", context).strip()
+    try:
+        send_mail(subject, render_to_string(f"{template}.txt", context), None, [user.email])
+    except Exception as exc:  # smtplib and socket errors vary by backend
+        logger.warning("e-mail %s to user %s not sent: %s", template, user.pk, exc)
+        raise refused from None
 
 
 @transaction.atomic
@@ -187,13 +197,12 @@ def password_link_send(*, user: User) -> bool:
     if not cache.add(PASSWORD_LINK_SENT.format(pk=user.pk), True, settings.PASSWORD_LINK_INTERVAL):
         return False
     context = {"user": user, "url": password_link_url(user), "ttl_minutes": settings.PASSWORD_RESET_TIMEOUT // 60}
-    subject = render_to_string("users/password_link_email_subject.txt", context).strip()
+    refused = Unavailable("The e-mail could not be sent. Try again later.", code="password_link_not_sent")
     try:
-        send_mail(subject, render_to_string("users/password_link_email.txt", context), None, [user.email])
-    except Exception as exc:  # smtplib and socket errors vary by backend
-        cache.delete(PASSWORD_LINK_SENT.format(pk=user.pk))
-        logger.warning("set-password e-mail to user %s not sent: %s", user.pk, exc)
-        raise Unavailable("The e-mail could not be sent. Try again later.", code="password_link_not_sent") from None
+        _mail_user(user, "users/password_link_email", context, refused)
+    except Unavailable:
+        cache.delete(PASSWORD_LINK_SENT.format(pk=user.pk))  # not sent: asking again may send it
+        raise
     return True
 
 

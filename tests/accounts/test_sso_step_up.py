@@ -7,6 +7,7 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 
 from apps.accounts.models import ApiKey
@@ -15,6 +16,7 @@ from apps.core import step_up
 from apps.core.errors import Forbidden
 from apps.publishing.git.models import GitDestination
 from apps.users.models import Role, User
+from apps.users.services import PASSWORD_LINK_SENT
 from tests.factories import (
     AdminUserFactory,
     ApiKeyFactory,
@@ -65,6 +67,15 @@ def asks_for_password(response, back_to: str) -> bool:
         return False
     target = urlsplit(response["Location"])
     return target.path == CONFIRM and parse_qs(target.query)["next"] == [back_to]
+
+
+def without_password(user):
+    """A user who has only ever signed in through SSO; no set-password e-mail remembered for their id
+    (ids repeat between tests, the cache outlives them)."""
+    user.set_unusable_password()
+    user.save()
+    cache.delete(PASSWORD_LINK_SENT.format(pk=user.pk))
+    return user
 
 
 def confirm(browser, password: str = PASSWORD, next_url: str = "/admin/"):
@@ -231,9 +242,7 @@ def test_the_confirmation_page_sends_only_to_pages_of_this_site(client_for, sso_
 def test_a_user_without_a_password_gets_a_link_by_e_mail_and_then_signs_in_with_the_new_password(
     client_for, sso_only_key, admin, mailoutbox
 ):
-    other_admin = AdminUserFactory(account=admin.account)
-    other_admin.set_unusable_password()
-    other_admin.save()
+    other_admin = without_password(AdminUserFactory(account=admin.account))
     browser = sso_browser(client_for, sso_only_key, other_admin)
 
     page = browser.get(CONFIRM)
@@ -306,3 +315,23 @@ def test_every_admin_that_shows_secrets_or_grants_access_asks_for_the_password()
         if any(field.name.endswith(("_encrypted", "secret", "key_hash")) for field in model._meta.fields)
     }
     assert holding_secrets <= set(limited)
+
+
+def test_a_set_password_e_mail_the_mail_server_refused_can_be_asked_for_again_at_once(
+    client_for, sso_only_key, admin, mailoutbox, monkeypatch
+):
+    from apps.users import services
+
+    no_password = without_password(AdminUserFactory(account=admin.account))
+    browser = sso_browser(client_for, sso_only_key, no_password)
+    real_send_mail = services.send_mail
+
+    def refused(*args, **kwargs):
+        raise ConnectionRefusedError("mail server down")
+
+    monkeypatch.setattr(services, "send_mail", refused)
+    page = browser.post(CONFIRM, {"next": KEYS})
+    assert "The e-mail could not be sent. Try again later." in page.content.decode()
+    monkeypatch.setattr(services, "send_mail", real_send_mail)
+    assert "The link is on its way" in browser.post(CONFIRM, {"next": KEYS}).content.decode()
+    assert len(mailoutbox) == 1 and mailoutbox[0].to == [no_password.email]
