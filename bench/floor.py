@@ -1,5 +1,7 @@
 """The floor of the API benchmark: plain Django views (no DRF) that do the same authentication
 lookup and the same queries as the real endpoints and return the same JSON with JsonResponse.
+And the floor of the blog part (bench/blog.py): a blog's index and post page rendered from the
+database on every request.
 
 They serve nothing but the comparison: what the cheapest hand-written Django code costs for the
 same work, under the same middleware. The benchmark checks that their bodies equal the real
@@ -12,7 +14,7 @@ import os
 from datetime import UTC
 
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
@@ -21,7 +23,10 @@ from apps.accounts.selectors import api_key_find
 from apps.accounts.services import api_key_touch
 from apps.api.pagination import cursor_after
 from apps.api.ratelimit import enforce_account_budget
+from apps.blog import pages as blog_pages
+from apps.blog import views as blog_views
 from apps.channels.models import Channel
+from apps.posts import selectors as post_selectors
 from apps.posts.api import posts_list_key
 from apps.posts.models import Media, Post, Tag
 from apps.posts.services import post_update_content
@@ -197,3 +202,24 @@ def write(request, channel_id: int):
     post = Post.objects.get(pk=ids[edit % len(ids)])
     post_update_content(post=post, title=f"Edited by process {os.getpid()}, edit {edit}")
     return HttpResponse(status=204)
+
+
+# The blog's floor is its own view code without the page cache (what apps.blog.pages.serve does with
+# API_CACHE_SECONDS=0, which a threaded server cannot switch per request): the same channel lookup,
+# queries, Markdown rendering, template and headers, so the pages are byte for byte the real ones and
+# the ratio is what the cache saves.
+
+
+def blog_index(request, handle: str):
+    channel = blog_views.channel_of(request, handle)
+    page = blog_views._listing(request, channel, tag=None)
+    return blog_pages.public_cache_control(blog_pages._validated(page))
+
+
+def blog_post(request, handle: str, slug: str):
+    channel = blog_views.channel_of(request, handle)
+    found = post_selectors.published_post(channel_id=channel.pk, slug=slug)
+    if found is None:
+        raise Http404("No such post.")
+    page = blog_views._post_page(request, channel, found)
+    return blog_pages.public_cache_control(blog_pages._validated(page))

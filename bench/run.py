@@ -1,18 +1,19 @@
 """`make bench`: the API, webhook and content plan benchmarks, each against its floor, webhook
 isolation (a healthy endpoint's deliveries with and without hostile ones, bench/isolation.py),
-reads at scale (one channel of up to 1,000,000 posts, bench/scale.py) and publishing (1,000 posts
+reads at scale (one channel of up to 1,000,000 posts, bench/scale.py), publishing (1,000 posts
 committed to a local git repository against a dulwich loop, webhooks while git remotes hang,
-bench/publishing.py).
+bench/publishing.py) and the blogs' public pages (against pages rendered on every request, and in
+a channel of 100,000 posts against one of 100, bench/blog.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
 the web process (config/web.py), a Celery worker and webhook receivers on ports 8400-8499 and stops them (their whole
 process groups) whatever happens. Prints the results table and writes it to bench/RESULTS.md
-(a run of the publishing part alone replaces only its section there). Logs of the started
+(a run of the publishing or the blog part alone replaces only its section there). Logs of the started
 processes are in bench/.work/.
 
-    python bench/run.py [--only api,webhooks,plan,isolation,scale,publishing] [--duration 20]
-                        [--scale-sizes 1000,20000] [--publishing-posts 1000]
+    python bench/run.py [--only api,webhooks,plan,isolation,scale,publishing,blog] [--duration 20]
+                        [--scale-sizes 1000,20000] [--publishing-posts 1000] [--blog-sizes 100,2000]
 """
 
 import argparse
@@ -72,7 +73,7 @@ LIST_POSTS = 1000
 WEBHOOK_EVENTS = 10_000
 WEBHOOK_BATCH = 500
 PLAN_SIZES = (10_000, 100_000)
-PARTS = ("api", "webhooks", "plan", "isolation", "scale", "publishing")
+PARTS = ("api", "webhooks", "plan", "isolation", "scale", "publishing", "blog")
 
 ENV = {
     "DATABASE_URL": f"{PG_SERVER}/{DB_NAME}",
@@ -436,13 +437,15 @@ def cpu_snapshot(web_group: int) -> dict[str, float]:
     return used
 
 
-def wrk(wrk_bin: str, key: str, path: str, seconds: int, env: dict | None = None) -> str:
-    """wrk's summary of `seconds` of load on `path`; with `env` holding WRK_WRITE_PATH, the mixed
-    load of bench/wrk_mixed.lua (one write in WRK_WRITE_EVERY requests)."""
+def wrk(wrk_bin: str, key: str | None, path: str, seconds: int, env: dict | None = None) -> str:
+    """wrk's summary of `seconds` of load on `path` (with the API key `key`, or as an anonymous
+    reader with None); with `env` holding WRK_WRITE_PATH, the mixed load of bench/wrk_mixed.lua (one
+    write in WRK_WRITE_EVERY requests)."""
     script = "bench/wrk_mixed.lua" if env else "bench/wrk_report.lua"
+    auth = ["-H", f"Authorization: Bearer {key}"] if key else []
     result = subprocess.run(
         [wrk_bin, "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", script,
-         "-H", f"Authorization: Bearer {key}", f"http://127.0.0.1:{WEB_PORT}{path}"],
+         *auth, f"http://127.0.0.1:{WEB_PORT}{path}"],
         cwd=ROOT, capture_output=True, text=True, check=True, env={**os.environ, **(env or {})},
     )  # fmt: skip
     with (WORK / "wrk.log").open("a") as log:
@@ -471,7 +474,7 @@ def start_web(server: str, workers: str = WEB_CONCURRENCY, threads: str = WEB_TH
     return web
 
 
-def measure(wrk_bin: str, key: str, web: "Process", pairs, duration: int, write_path: str | None = None) -> list:
+def measure(wrk_bin: str, key: str | None, web: "Process", pairs, duration: int, write_path: str | None = None) -> list:
     """Each endpoint and its floor under load, taking turns in short slices (the first alternating),
     so whatever else the machine does in the meantime weighs on both alike."""
     env = {"WRK_WRITE_PATH": write_path, "WRK_WRITE_EVERY": str(MIXED_WRITE_EVERY)} if write_path else None
@@ -891,6 +894,7 @@ def report(
     isolation: dict | None,
     scale: dict | None,
     publishing: dict | None = None,
+    blog: dict | None = None,
 ) -> str:
     lines = [
         "# Benchmark results",
@@ -1001,6 +1005,10 @@ def report(
         from bench.publishing import publishing_section
 
         lines += publishing_section(publishing)
+    if blog:
+        from bench.blog import blog_section
+
+        lines += blog_section(blog)
     return "\n".join(lines)
 
 
@@ -1077,18 +1085,23 @@ def main() -> int:
         help="posts in the channel at each step of the scale part, e.g. 1000,20000 (default 1000,100000,1000000)",
     )
     parser.add_argument("--publishing-posts", type=int, default=1000, help="posts the publishing part publishes")
+    parser.add_argument(
+        "--blog-sizes",
+        type=lambda text: tuple(int(n) for n in text.split(",")),
+        help="posts in the blog part's small and large channels, e.g. 100,2000 (default 100,100000)",
+    )
     args = parser.parse_args()
     parts = set(args.only.split(","))
     WORK.mkdir(parents=True, exist_ok=True)
     (WORK / "wrk.log").write_text("")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
-    wrk_bin = ensure_wrk() if "api" in parts else ""
+    wrk_bin = ensure_wrk() if parts & {"api", "blog"} else ""
     ensure_database()
     flush_redis()
     setup_django()
     info = machine()
-    api = hooks = plan = isolation = scale = publishing = None
+    api = hooks = plan = isolation = scale = publishing = blog = None
     try:
         if "api" in parts:
             print("bench: API throughput", flush=True)
@@ -1114,10 +1127,15 @@ def main() -> int:
             from bench.publishing import bench_publishing
 
             publishing = bench_publishing(args.publishing_posts)
+        if "blog" in parts:
+            print("bench: blog pages", flush=True)
+            from bench.blog import bench_blog
+
+            blog = bench_blog(wrk_bin, args.duration, *([args.blog_sizes] if args.blog_sizes else []))
     finally:
         Process.stop_all()
         flush_redis()
-    text = report(info, api, hooks, plan, isolation, scale, publishing)
+    text = report(info, api, hooks, plan, isolation, scale, publishing, blog)
     text += f"\nThe whole benchmark took {math.ceil(time.monotonic() - started)} s.\n"
     print("\n" + text)
     if parts == set(PARTS):
@@ -1141,6 +1159,17 @@ def main() -> int:
 
         RESULTS.write_text(replace_section(RESULTS.read_text(), publishing_section(publishing)))
         print(f"bench: publishing section written to {RESULTS.relative_to(ROOT)}")
+    elif parts == {"blog"} and args.blog_sizes is None and args.duration == parser.get_default("duration"):
+        from bench.blog import blog_section
+        from bench.publishing import replace_section
+
+        alone = (
+            f"This part was run alone (`bench/run.py --only blog`) on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; load "
+            "average at its start: " + ", ".join(f"{x:.2f}" for x in info["load_at_start"]) + "."
+        )
+        section = blog_section(blog)
+        RESULTS.write_text(replace_section(RESULTS.read_text(), [*section[:2], alone, "", *section[2:]]))
+        print(f"bench: blog section written to {RESULTS.relative_to(ROOT)}")
     return 0
 
 

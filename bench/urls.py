@@ -1,5 +1,5 @@
-"""The service's URLs, plus the floor's plain Django views under /v1/floor/ (so the same
-middleware stack serves both)."""
+"""The service's URLs, plus the floor's plain Django views under /v1/floor/ and, for the blog
+part, /floor/blog/ (so the same middleware stack serves both)."""
 
 from django.urls import path
 
@@ -11,6 +11,8 @@ urlpatterns = [
     path("v1/floor/channels/<int:channel_id>/posts", floor.channel_posts),
     path("v1/floor/channels/<int:channel_id>/posts/<int:post_id>", floor.channel_post),
     path("v1/floor/channels/<int:channel_id>/write", floor.write),
+    path("floor/blog/<slug:handle>/", floor.blog_index),
+    path("floor/blog/<slug:handle>/<slug:slug>/", floor.blog_post),
     *service_urls.urlpatterns,
 ]
 

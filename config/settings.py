@@ -13,6 +13,8 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.dateparse import parse_duration
 
+from apps.core.hosts import AllowedHosts
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
@@ -66,6 +68,13 @@ def _limit(name: str, default: str) -> int | None:
     return int(raw)
 
 
+def _int_between(name: str, default: int, low: int, high: int) -> int:
+    value = env.int(name, default=default)
+    if not low <= value <= high:
+        raise ImproperlyConfigured(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
 def _non_negative_int(name: str, default: int) -> int:
     value = env.int(name, default=default)
     if value < 0:
@@ -87,7 +96,9 @@ if IS_PRODUCTION:
 else:
     SECRET_KEY = env.str("SECRET_KEY", default="insecure-development-key-do-not-use-in-production")
 
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+# The service's own host names. A blog's own domain (a channel setting) is accepted as well, for the
+# requests that name it, without being listed here (apps/core/hosts.py).
+ALLOWED_HOSTS = AllowedHosts(env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"]))
 
 # Production refuses, at start-up, what would expose it: debug pages (settings, code, SQL), a
 # secret short enough to guess (Django's deploy check asks for 50 characters, 5 of them different),
@@ -117,6 +128,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.sitemaps",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -129,12 +141,15 @@ INSTALLED_APPS = [
     "apps.webhooks",
     "apps.publishing",
     "apps.publishing.git",
+    "apps.blog",
     "apps.demo",
 ]
 
 MIDDLEWARE = [
     # Outermost, so the request log times everything and every response carries X-Request-ID.
     "apps.api.observability.RequestLogMiddleware",
+    # Before anything asks for the request's host: a blog's own domain is accepted here.
+    "apps.blog.middleware.BlogDomainMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "apps.api.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -537,6 +552,19 @@ GIT_ALLOW_LOCAL_REPOSITORIES = _bool("GIT_ALLOW_LOCAL_REPOSITORIES", default=Fal
 # is new; losing it costs one full fetch.
 GIT_CACHE_DIR = Path(env.str("GIT_CACHE_DIR", default=str(VAR_DIR / "git-cache")))
 
+# --- The blog channels' public site (apps/blog, docs/blog.md) ---
+# Posts per page of a blog's index and tag pages.
+BLOG_PAGE_SIZE = _int_between("BLOG_PAGE_SIZE", 10, 1, 100)
+# Posts in a blog's Atom feed.
+BLOG_FEED_SIZE = _int_between("BLOG_FEED_SIZE", 20, 1, 100)
+# The scheme of addresses on blogs' own domains: TLS is ended by the proxy in front (docs/blog.md).
+BLOG_DOMAIN_SCHEME = env.str("BLOG_DOMAIN_SCHEME", default="https")
+if BLOG_DOMAIN_SCHEME not in {"http", "https"}:
+    raise ImproperlyConfigured(f"BLOG_DOMAIN_SCHEME must be http or https, got {BLOG_DOMAIN_SCHEME!r}")
+# Seconds a shared cache (a CDN) may serve a public page without asking again (s-maxage). 0: it asks
+# every time (a conditional request, answered 304 while nothing changed), so an edit shows at once.
+BLOG_CDN_MAX_AGE = _non_negative_int("BLOG_CDN_MAX_AGE", 0)
+
 # --- Periodic work: the one place Celery beat's schedule is defined ---
 CONTENT_PLAN_INTERVAL = _positive_int("CONTENT_PLAN_INTERVAL", 60)
 CELERY_BEAT_SCHEDULE = {
@@ -554,13 +582,6 @@ Path(CELERY_BEAT_SCHEDULE_FILENAME).parent.mkdir(parents=True, exist_ok=True)
 
 
 # --- The web process (config/web.py: granian serving config/asgi.py) ---
-def _int_between(name: str, default: int, low: int, high: int) -> int:
-    value = env.int(name, default=default)
-    if not low <= value <= high:
-        raise ImproperlyConfigured(f"{name} must be between {low} and {high}, got {value}")
-    return value
-
-
 def _bind() -> tuple[str, int]:
     """BIND as `address:port` (an IP address; IPv6 in brackets), by default 127.0.0.1:$PORT."""
     port = env.str("PORT", default="8000").strip()

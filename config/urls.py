@@ -24,6 +24,8 @@ urlpatterns = [
     # Web pages: single sign-on, sign-in and invitations.
     path("", include("apps.accounts.web_urls")),
     path("", include("apps.users.web_urls")),
+    # The blog channels' public site (and the Settings area's previews).
+    path("", include("apps.blog.urls")),
     re_path(r"^v\d+/", UnknownPathView.as_view()),
 ]
 

@@ -19,6 +19,7 @@ from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
+from apps.core.hosts import AllowedHosts
 from apps.webhooks.models import Event
 from config.celery import app as celery_app
 from tests.factories import AdminUserFactory, ApiKeyFactory
@@ -40,6 +41,9 @@ def _test_settings(settings):
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+    # Django's test set-up copies ALLOWED_HOSTS into a plain list (adding "testserver"), which would
+    # drop the blogs' own domains that config/settings.py's list accepts per request.
+    settings.ALLOWED_HOSTS = AllowedHosts(settings.ALLOWED_HOSTS)
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +53,14 @@ def _fresh_rate_limits(monkeypatch):
     from apps.api import ratelimit
 
     monkeypatch.setattr(ratelimit, "store", ratelimit.CounterStore(namespace=f"test-{uuid.uuid4().hex}"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_pages(monkeypatch):
+    """Each test caches the blogs' pages in a set of its own (ids and versions repeat on SQLite)."""
+    from apps.blog import pages
+
+    monkeypatch.setattr(pages, "store", pages.PageStore(namespace=f"test-pages-{uuid.uuid4().hex}"))
 
 
 @pytest.fixture(autouse=True)

@@ -14,10 +14,11 @@ logger = logging.getLogger(__name__)
 
 API_VERSION = "1"
 
-# HTML pages (the admin, the API docs) load scripts, styles and images from this site only. The
-# docs page has an inline <style> block, hence 'unsafe-inline' for styles; never for scripts.
+# HTML pages (the admin, the API docs) load scripts and styles from this site only; images may also
+# come over HTTPS (a post's images in the Settings area's Markdown preview). The docs page has an
+# inline <style> block, hence 'unsafe-inline' for styles; never for scripts.
 PAGE_CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: https:; "
     "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 )
 # Everything else is data that no browser should render, load anything for, or frame.
@@ -34,6 +35,10 @@ class SecurityHeadersMiddleware:
     def __call__(self, request):
         response = self.get_response(request)
         response.headers.setdefault("X-API-Version", API_VERSION)
+        if response.status_code == 304:
+            # A 304's headers update those the browser stored with the page (ConditionalGetMiddleware
+            # keeps the validators only): a policy here would replace the page's own.
+            return response
         is_html = response.get("Content-Type", "").startswith("text/html")
         response.headers.setdefault("Content-Security-Policy", PAGE_CSP if is_html else DATA_CSP)
         return response

@@ -39,7 +39,11 @@ from apps.api.ratelimit import FailOpenStore, redis_client
 SHAPING_MODULES = (
     "apps.api.pagination",
     "apps.api.rendering",
+    "apps.api.representations",
+    "apps.blog.domain_urls",
+    "apps.blog.urls",
     "apps.channels.api",
+    "apps.channels.models",
     "apps.channels.serializers",
     "apps.core.json",
     "apps.core.serializers",
@@ -58,7 +62,9 @@ def code_digest() -> str:
         with open(module.__file__, "rb") as source:
             digest.update(source.read())
     shaping = (django.__version__, rest_framework.VERSION, orjson.__version__)
-    digest.update(repr((shaping, settings.PAGE_SIZE_DEFAULT, settings.PAGE_SIZE_MAX)).encode())
+    # The addresses of blogs and their posts (the `url` fields) are made from these.
+    addresses = (settings.SITE_URL, settings.BLOG_DOMAIN_SCHEME)
+    digest.update(repr((shaping, settings.PAGE_SIZE_DEFAULT, settings.PAGE_SIZE_MAX, addresses)).encode())
     return digest.hexdigest()[:16]
 
 

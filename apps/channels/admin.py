@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ObjectDoesNotExist
+from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -28,27 +29,114 @@ class TeamAdmin(admin.ModelAdmin):
         return (*self.readonly_fields, "account") if obj else self.readonly_fields
 
 
+# A blog channel's public site (apps/blog): shown and saved for blog channels only.
+BLOG_FIELDS = ("handle", "domain", "description", "language", "time_zone", "accent_color", "logo_url")
+# Settings with a default that an empty field stands for (a form posted without them, a field cleared).
+DEFAULTED_FIELDS = ("language", "time_zone", "accent_color")
+
+
+def _form_field(db_field, **kwargs):
+    if isinstance(db_field, models.URLField):
+        kwargs.setdefault("assume_scheme", "https")  # a logo is on https (the model refuses http)
+    return db_field.formfield(**kwargs)
+
+
 class ChannelForm(forms.ModelForm):
     class Meta:
         model = Channel
-        fields = ("account", "team", "title", "platform", "image_width")
+        fields = ("account", "team", "title", "platform", "image_width", *BLOG_FIELDS)
+        formfield_callback = _form_field
+        widgets = {
+            "accent_color": forms.TextInput(attrs={"type": "color"}),
+            "time_zone": forms.TextInput(attrs={"placeholder": "UTC", "autocomplete": "off"}),
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         team = self.fields.get("team")
         if team is not None and self.instance.pk:
             team.queryset = team.queryset.filter(account_id=self.instance.account_id)
+        for name in DEFAULTED_FIELDS:
+            if name in self.fields:
+                self.fields[name].required = False
+                self.fields[name].help_text += f" Left empty: {Channel._meta.get_field(name).get_default()}."
+
+    def _defaulted(self, name: str) -> str:
+        return self.cleaned_data.get(name) or Channel._meta.get_field(name).get_default()
+
+    def clean_language(self) -> str:
+        return self._defaulted("language")
+
+    def clean_time_zone(self) -> str:
+        return self._defaulted("time_zone")
+
+    def clean_accent_color(self) -> str:
+        return self._defaulted("accent_color").lower()
+
+    def clean_handle(self) -> str | None:
+        # Left empty, the model makes one from the title; addresses are lower-case.
+        return (self.cleaned_data.get("handle") or "").lower() or None
+
+    def clean_domain(self) -> str | None:
+        # As people type a host name: the model's check then wants it bare and lower-case.
+        return (self.cleaned_data.get("domain") or "").strip().lower().rstrip(".") or None
+
+    def clean(self):
+        cleaned = super().clean()
+        platform = cleaned.get("platform") or self.instance.platform
+        if platform != Platform.BLOG:
+            # Other platforms have no public site: what was typed for one is not kept (nor checked
+            # against other blogs' handles and domains).
+            for name in BLOG_FIELDS:
+                if name in self.fields:
+                    cleaned[name] = getattr(self.instance, name)
+                    self.errors.pop(name, None)
+        return cleaned
 
 
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
     form = ChannelForm
     autocomplete_fields = ("team",)
-    list_display = ("title", "platform", "team", "account", "posts_count", "updated_at")
+    list_display = ("title", "platform", "team", "account", "posts_count", "site", "updated_at")
     list_filter = ("platform", "team", "account")
-    search_fields = ("title", "team__name")
+    search_fields = ("title", "team__name", "handle", "domain")
     list_select_related = ("account", "team")
-    readonly_fields = ("posts_count", "publishing", "created_at", "updated_at")
+    readonly_fields = ("posts_count", "publishing", "public_address", "created_at", "updated_at")
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+    def get_fieldsets(self, request, obj=None):
+        main = (None, {"fields": ("account", "team", "title", "platform", "image_width", "posts_count", "publishing")})
+        dates = ("Dates", {"fields": ("created_at", "updated_at")})
+        if obj is None:
+            # The platform is chosen on this page: the blog's settings wait, folded, for blog channels.
+            blog = {
+                "fields": BLOG_FIELDS,
+                "classes": ("collapse",),
+                "description": "For blog channels only (their public site); other platforms ignore these.",
+            }
+            return (main, ("Blog", blog), dates)
+        if obj.platform != Platform.BLOG:
+            return (main, dates)
+        blog = {"fields": ("public_address", *BLOG_FIELDS), "description": "The blog's public site (docs/blog.md)."}
+        return (main, ("Blog", blog), dates)
+
+    def view_on_site(self, obj: Channel) -> str | None:
+        return obj.public_url()
+
+    @admin.display(description="public address")
+    def public_address(self, obj: Channel) -> str:
+        url = obj.public_url() if obj is not None and obj.pk is not None else None
+        if url is None:
+            return "—"
+        return format_html('<a href="{}" target="_blank" rel="noopener">{}</a>', url, url)
+
+    @admin.display(description="site", ordering="handle")
+    def site(self, obj: Channel) -> str:
+        url = obj.public_url()
+        if url is None:
+            return "—"
+        return format_html('<a href="{}" target="_blank" rel="noopener">{}</a>', url, obj.domain or obj.handle)
 
     @admin.display(description="publishes to")
     def publishing(self, obj: Channel) -> str:

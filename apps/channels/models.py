@@ -1,7 +1,14 @@
+import re
 import secrets
+import zoneinfo
+from functools import cache
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator, URLValidator
 from django.db import models
+from django.urls import reverse
+from django.utils.text import slugify
 
 
 class Platform(models.TextChoices):
@@ -16,6 +23,46 @@ class Platform(models.TextChoices):
 DESTINATION_PLATFORMS = frozenset({Platform.GIT, Platform.LINKEDIN})
 
 DEFAULT_IMAGE_WIDTH = 1200
+DEFAULT_ACCENT_COLOR = "#2563eb"
+HANDLE_MAX_LENGTH = 60
+# Paths under /blog/ that are not a blog (apps/blog/urls.py), and words kept for later ones.
+RESERVED_HANDLES = frozenset({"preview", "static", "feed", "sitemap", "robots", "admin", "api", "www"})
+# The public site's URL names (apps/blog/urls.py on the service's host, apps/blog/domain_urls.py on
+# a blog's own domain: the same names, without the handle).
+DOMAIN_URLCONF = "apps.blog.domain_urls"
+
+
+@cache
+def _time_zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+def validate_time_zone(value: str) -> None:
+    if value not in _time_zones():
+        raise ValidationError("Not a time zone name of the IANA database (for example Europe/Berlin or UTC).")
+
+
+def validate_handle(value: str) -> None:
+    if value in RESERVED_HANDLES:
+        raise ValidationError(f"“{value}” is reserved; choose another handle.")
+
+
+DOMAIN = re.compile(r"(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")
+
+
+def validate_domain(value: str) -> None:
+    if not DOMAIN.fullmatch(value):
+        raise ValidationError("Enter a host name such as blog.example.com: lower-case, no scheme, port or path.")
+    # A name the service answers to already (".example.com" in ALLOWED_HOSTS: that name and its subdomains).
+    wildcards = [host[1:] for host in settings.ALLOWED_HOSTS if host.startswith(".")]
+    if value in settings.ALLOWED_HOSTS or any(value == host or value.endswith(f".{host}") for host in wildcards):
+        raise ValidationError("This host name is the service's own; a blog needs a domain of its own.")
+
+
+language_validator = RegexValidator(
+    r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$", "Enter a language tag such as en, de or pt-BR."
+)
+accent_color_validator = RegexValidator(r"^#[0-9a-fA-F]{6}$", "Enter a colour as #rrggbb, for example #2563eb.")
 
 
 def new_version() -> int:
@@ -58,6 +105,61 @@ class Channel(models.Model):
     image_width = models.PositiveIntegerField(
         default=DEFAULT_IMAGE_WIDTH, help_text="Default image width in pixels for this channel."
     )
+    # The public site of a blog channel (apps/blog). Other platforms leave these alone.
+    handle = models.SlugField(
+        max_length=HANDLE_MAX_LENGTH,
+        null=True,
+        blank=True,
+        unique=True,
+        validators=[validate_handle],
+        help_text="Blogs: the address /blog/<handle>/ on the service's host. Left empty, it is made from the title.",
+    )
+    domain = models.CharField(
+        max_length=253,
+        null=True,
+        blank=True,
+        unique=True,
+        validators=[validate_domain],
+        help_text="Blogs: a host name of the blog's own (blog.example.com), whose DNS points at the service; the "
+        "blog is then at its root. See docs/blog.md.",
+    )
+    # db_default on each: rows inserted by raw SQL (or an older release's code mid-deploy) get them too.
+    description = models.CharField(
+        max_length=300,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Blogs: one line under the blog's name, and its feed's subtitle.",
+    )
+    language = models.CharField(
+        max_length=35,
+        default="en",
+        db_default="en",
+        validators=[language_validator],
+        help_text="Blogs: the language of its pages.",
+    )
+    time_zone = models.CharField(
+        max_length=64,
+        default="UTC",
+        db_default="UTC",
+        validators=[validate_time_zone],
+        help_text="Blogs: dates are shown in this zone.",
+    )
+    accent_color = models.CharField(
+        max_length=7,
+        default=DEFAULT_ACCENT_COLOR,
+        db_default=DEFAULT_ACCENT_COLOR,
+        validators=[accent_color_validator],
+        help_text="Blogs: the colour of links and the header's line, as #rrggbb.",
+    )
+    logo_url = models.URLField(
+        max_length=2000,
+        blank=True,
+        default="",
+        db_default="",
+        validators=[URLValidator(schemes=["https"])],
+        help_text="Blogs: an https:// image shown beside the blog's name (about 48 pixels high).",
+    )
     # Names the state of the channel and of everything its API representations show: its team,
     # its posts with their tags and media, their number. The database's triggers (migration
     # channels 0002) give it a new value in the transaction of every change of any of them,
@@ -83,12 +185,56 @@ class Channel(models.Model):
         return f"{self.title} ({self.platform})"
 
     def save(self, *args, **kwargs) -> None:
+        if self.platform == Platform.BLOG and not self.handle:
+            self.handle = self.free_handle()
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "handle"}
+        if self.domain:
+            self.domain = self.domain.strip().lower()
         if not self._state.adding and kwargs.get("update_fields") is None:
             # A channel saved after it was read (the admin's form) would otherwise write back the
             # posts_count it read, undoing the posts created or deleted in between.
             fields = self._meta.concrete_fields
             kwargs["update_fields"] = [f.name for f in fields if not f.primary_key and f.name != "posts_count"]
         super().save(*args, **kwargs)
+
+    def free_handle(self) -> str:
+        """A handle made from the title that no other channel has (a unique constraint settles a race)."""
+        base = slugify(self.title)[: HANDLE_MAX_LENGTH - 8].strip("-") or "blog"
+        if base in RESERVED_HANDLES:
+            base = f"{base}-blog"
+        taken = set(
+            Channel.objects.filter(handle__startswith=base).exclude(pk=self.pk).values_list("handle", flat=True)
+        )
+        candidate, number = base, 1
+        while candidate in taken:
+            number += 1
+            candidate = f"{base}-{number}"
+        return candidate
+
+    @property
+    def has_public_site(self) -> bool:
+        return self.platform == Platform.BLOG and bool(self.handle or self.domain)
+
+    def public_url(self, name: str = "blog:index", **kwargs) -> str | None:
+        """The absolute address of one of the blog's pages (by its URL name in apps/blog), on its
+        own domain when it has one; None for a channel without a public site."""
+        if not self.has_public_site:
+            return None
+        if self.domain:
+            return (
+                f"{settings.BLOG_DOMAIN_SCHEME}://{self.domain}{reverse(name, urlconf=DOMAIN_URLCONF, kwargs=kwargs)}"
+            )
+        return f"{settings.SITE_URL}{reverse(name, kwargs={'handle': self.handle, **kwargs})}"
+
+    @property
+    def url(self) -> str | None:
+        """The channel's public address (the API's `url`)."""
+        return self.public_url()
+
+    def post_url(self, slug: str) -> str | None:
+        """The address of the page of the channel's post with this slug (when published)."""
+        return self.public_url("blog:post", slug=slug)
 
     @property
     def publishes_externally(self) -> bool:

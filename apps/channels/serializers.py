@@ -43,3 +43,7 @@ class ChannelDetailSerializer(ChannelSerializer):
     created_at = UtcDateTimeField()
     updated_at = UtcDateTimeField()
     image_width = serializers.IntegerField(help_text="Default image width for the channel, in pixels.")
+    url = serializers.CharField(
+        allow_null=True,
+        help_text="The channel's public address (a blog channel's site); null for channels without one.",
+    )

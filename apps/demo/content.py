@@ -171,6 +171,9 @@ def seed_content(account: Account) -> dict:
         channels[label], _ = Channel.objects.update_or_create(
             account=account, title=title, defaults={"platform": platform, "team": teams.get(team)}
         )
+    if not channels["blog"].description:
+        channels["blog"].description = f"News and notes from {account.name}."
+        channels["blog"].save(update_fields=["description"])
     repository = _seed_git_destination(channels["git"])
     channels["git"].refresh_from_db()
     for label in ("blog", "git", "linkedin"):
@@ -181,4 +184,5 @@ def seed_content(account: Account) -> dict:
         "channels": {label: channel.pk for label, channel in channels.items()},
         "posts": api_posts,
         "git_repository": repository,
+        "blog_url": channels["blog"].public_url(),
     }

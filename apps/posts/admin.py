@@ -3,14 +3,20 @@ content through post_create / post_update_content (one call per save, so a save 
 change), status and schedule through post_set_status, the `api` workflow through its functions."""
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.urls import reverse
+from django.http import HttpResponse, HttpResponseNotAllowed
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from apps.channels.models import Platform
 from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin, run_on_selected
 from apps.core.errors import DomainError
+from apps.core.markdown import render_markdown
 from apps.posts.models import ApiPublication, Media, Post, Tag
+from apps.posts.selectors import page_url
 from apps.posts.services import (
     CONTENT_FIELDS,
     MEDIA_INPUT_FIELDS,
@@ -27,7 +33,7 @@ from apps.posts.services import (
     post_update_content,
 )
 from apps.publishing.models import PublicationJob
-from apps.publishing.selectors import reference_link
+from apps.publishing.selectors import latest_publications, reference_link
 
 RECENT_JOBS = 5
 
@@ -137,6 +143,8 @@ def _publish_now(post: Post) -> Post:
 @admin.register(Post)
 class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     form = PostForm
+    # The object buttons' page, with the blog preview's link beside them.
+    change_form_template = "admin/posts/post_change_form.html"
     inlines = [MediaInline, ApiPublicationInline]
     list_display = (
         "title", "channel", "platform", "team", "publication_status", "scheduled_at", "published_at", "updated_at",
@@ -169,6 +177,50 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
             "(see Publication below); an api post awaits the external system.",
         ),
     )
+
+    class Media:
+        # The body's live Markdown preview (static files only: the admin's CSP allows no inline script).
+        js = ("posts/markdown_preview.js",)
+        css = {"all": ("posts/markdown_preview.css",)}
+
+    def get_urls(self):
+        # Ahead of Django's own: its "<path:object_id>/" catch-all would take this URL.
+        preview = self.admin_site.admin_view(self.markdown_preview_view)
+        return [path("markdown-preview/", preview, name=self._url_name("markdown_preview")), *super().get_urls()]
+
+    def markdown_preview_view(self, request):
+        """A body (POSTed as the form field `body`) as the sanitized HTML its blog page shows, for
+        the editor's live preview: for those who may write posts, within the request body limit."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not (self.has_change_permission(request) or self.has_add_permission(request)):
+            raise PermissionDenied
+        # Django refuses a larger form body when it is read (400); say what it is before reading it.
+        if _content_length(request) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            return HttpResponse("The body is too large to preview.", status=413, content_type="text/plain")
+        html = render_markdown(one_line_end(request.POST.get("body", "")))
+        return HttpResponse(html, content_type="text/html; charset=utf-8", headers={"Cache-Control": "no-store"})
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "body" and field is not None:
+            # Where markdown_preview.js posts the body; without the script the textarea is all there is.
+            field.widget.attrs["data-markdown-preview"] = reverse(
+                f"admin:{self._url_name('markdown_preview')}", current_app=self.admin_site.name
+            )
+        return field
+
+    def view_on_site(self, obj: Post) -> str | None:
+        """Where readers find the published post (the API's `url`); nothing before it is published."""
+        destined = obj.channel.publishes_through_destination
+        return page_url(obj, latest_publications([obj.pk]).get(obj.pk) if destined else None)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # The preview page is for the members of the post's account (an operator belongs to none).
+        channel = obj.channel if obj is not None else None
+        if channel is not None and channel.platform == Platform.BLOG and channel.account_id == request.user.account_id:
+            context["preview_url"] = reverse("blog:preview", kwargs={"post_id": obj.pk})
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     @admin.display(description="publication jobs")
     def publication(self, obj: Post) -> str:
@@ -272,6 +324,13 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     @admin.action(description="Unpublish to draft (as the unpublish endpoint; api channels)")
     def unpublish(self, request, queryset):
         self._run_on_selected(request, queryset, _as_the_endpoint(post_unpublish), "unpublished")
+
+
+def _content_length(request) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 def _quoted_title(post: Post) -> str:

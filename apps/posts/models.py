@@ -2,6 +2,8 @@ from datetime import datetime
 
 from django.core.validators import URLValidator
 from django.db import models
+from django.db.models import F
+from django.db.models.functions import Coalesce
 
 
 class PublicationStatus(models.TextChoices):
@@ -49,6 +51,12 @@ class Tag(models.Model):
         return self.name
 
 
+def shown_at():
+    """When a published post is shown as published: its `published_at`, or (written by a path that
+    left it empty, such as a bulk load) its creation. The public site orders and dates by it."""
+    return Coalesce("published_at", "created_at")
+
+
 class PostQuerySet(models.QuerySet):
     def of_account(self, account_id: int) -> "PostQuerySet":
         return self.filter(channel__account_id=account_id)
@@ -89,6 +97,10 @@ class Post(models.Model):
             models.Index(fields=["channel", "id"], name="post_channel_id"),
             models.Index(fields=["channel", "publication_status", "id"], name="post_channel_status_id"),
             models.Index(fields=["channel", "updated_at"], name="post_channel_updated"),
+            # A blog's pages: its published posts, newest first (apps/posts/selectors.py).
+            models.Index(
+                F("channel"), F("publication_status"), shown_at().desc(), F("id").desc(), name="post_channel_public"
+            ),
             # The content plan's scan for scheduled posts whose time has come.
             models.Index(fields=["publication_status", "scheduled_at"], name="post_status_scheduled"),
         ]

@@ -7,15 +7,19 @@ names them), not as model instances with Django's per-post prefetch machinery: b
 and prefetching cost more than everything else a request or a content-plan batch does per post.
 """
 
+import re
 from collections import defaultdict, namedtuple
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from apps.channels.models import Channel
 from apps.core.prepared import PreparedLookup
-from apps.posts.models import Media, Post, PostQuerySet, Tag
+from apps.posts.models import Media, Post, PostQuerySet, PublicationStatus, Tag, shown_at
+from apps.publishing.models import JobAction
 
 # The nested forms of a post, in the order they follow its own columns in a row.
 NESTED = ("channel", "tags", "media")
@@ -108,3 +112,138 @@ def post_rows(
         make((*fields, channels[channel_id], tags.get(pk, []), media.get(pk, [])))
         for (channel_id, *fields), pk in zip(values, ids, strict=True)
     ]
+
+
+def page_url(post, publication) -> str | None:
+    """Where readers find a post (a row or a Post with its channel), given its latest publication
+    job (or None): the API's `url`, the Settings area's "View on site"."""
+    if post.publication_status != PublicationStatus.PUBLISHED:
+        return None
+    channel = post.channel
+    if channel.has_public_site:
+        return channel.post_url(post.slug)
+    if channel.publishes_externally:
+        return post.external_url or None
+    if publication is not None and publication.action != JobAction.UNPUBLISH:
+        return publication.url
+    return None
+
+
+# --- The public site of blog channels (apps/blog): published posts only, newest first ---
+
+
+@dataclass(frozen=True)
+class PageCursor:
+    """A position in a blog's posts, newest first: the (shown_at, id) of a post. As text in
+    addresses: microseconds since the epoch and the id, `1764115200000000-42`."""
+
+    shown_at: datetime
+    id: int
+
+    def __str__(self) -> str:
+        return f"{round(self.shown_at.timestamp() * 1_000_000)}-{self.id}"
+
+    @classmethod
+    def parse(cls, text: str | None) -> "PageCursor | None":
+        """The cursor, or None for anything that is not one (an unknown page is the first)."""
+        match = CURSOR.fullmatch(text or "")
+        if not match:
+            return None
+        try:
+            shown_at = datetime.fromtimestamp(int(match.group(1)) / 1_000_000, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+        return cls(shown_at, int(match.group(2)))
+
+    @classmethod
+    def of(cls, post) -> "PageCursor":
+        return cls(post.shown_at, post.id)
+
+
+CURSOR = re.compile(r"(\d{1,17})-(\d{1,18})")
+
+
+@dataclass(frozen=True)
+class PublicPage:
+    posts: list
+    older: PageCursor | None
+    newer: PageCursor | None
+
+
+def published_posts(channel_id: int) -> QuerySet:
+    """What readers of the channel's blog may see: its `published` posts, with `shown_at`."""
+    return Post.objects.filter(channel_id=channel_id, publication_status=PublicationStatus.PUBLISHED).annotate(
+        shown_at=shown_at()
+    )
+
+
+def _with_tags(posts: list) -> list:
+    """Each post with `tag_names` (sorted), in one query for all of them."""
+    names = defaultdict(list)
+    for post_id, name in (
+        Tag.objects.filter(posts__in=[post.id for post in posts]).order_by("name").values_list("posts__id", "name")
+    ):
+        names[post_id].append(name)
+    for post in posts:
+        post.tag_names = names.get(post.id, [])
+    return posts
+
+
+def published_page(
+    *,
+    channel_id: int,
+    size: int,
+    before: PageCursor | None = None,
+    after: PageCursor | None = None,
+    tag: str | None = None,
+) -> PublicPage:
+    """A page of the blog's posts, newest first: the first page, the one `before` a post (older) or
+    the one `after` it (newer). Keyset paging on the (shown_at, id) index: a page costs the same at
+    any depth and in a channel of any size."""
+    posts = published_posts(channel_id).only("id", "title", "slug", "teaser", "body", "published_at", "created_at")
+    if tag is not None:
+        # By the tag's id, read first: the planner then knows from its statistics how many posts
+        # carry it, and reads a rare tag's few posts instead of walking the channel's.
+        tag_id = Tag.objects.filter(account__channels=channel_id, name=tag).values_list("id", flat=True).first()
+        if tag_id is None:
+            return PublicPage([], None, None)
+        posts = posts.filter(tags=tag_id)
+    if after is not None:
+        rows = list(
+            posts.filter(shown_at__gte=after.shown_at)
+            .filter(Q(shown_at__gt=after.shown_at) | Q(id__gt=after.id))
+            .order_by("shown_at", "id")[: size + 1]
+        )
+        more = len(rows) > size
+        rows = rows[:size][::-1]
+        newer = PageCursor.of(rows[0]) if more and rows else None
+        older = PageCursor.of(rows[-1]) if rows else None
+        return PublicPage(_with_tags(rows), older, newer)
+    if before is not None:
+        posts = posts.filter(shown_at__lte=before.shown_at).filter(
+            Q(shown_at__lt=before.shown_at) | Q(id__lt=before.id)
+        )
+    rows = list(posts.order_by("-shown_at", "-id")[: size + 1])
+    older = PageCursor.of(rows[size - 1]) if len(rows) > size else None
+    rows = rows[:size]
+    newer = PageCursor.of(rows[0]) if before is not None and rows else None
+    return PublicPage(_with_tags(rows), older, newer)
+
+
+def published_post(*, channel_id: int, slug: str):
+    """The channel's published post with this slug, with `tag_names` and `media_items`; None for
+    any other (a draft, another channel's, an unknown slug: readers cannot tell them apart)."""
+    post = published_posts(channel_id).filter(slug=slug).first()
+    return None if post is None else with_parts(post)
+
+
+def with_parts(post):
+    """The post with `tag_names` and `media_items` (in order), for rendering its page."""
+    _with_tags([post])
+    post.media_items = list(Media.objects.filter(post_id=post.id).order_by("position", "id"))
+    return post
+
+
+def latest_published(*, channel_id: int, size: int) -> list:
+    """The blog's newest posts, whole, with `tag_names` (its feed)."""
+    return _with_tags(list(published_posts(channel_id).order_by("-shown_at", "-id")[:size]))

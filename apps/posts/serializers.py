@@ -81,12 +81,22 @@ class PublicationSerializer(ResponseSerializer):
 
 
 class PostDetailSerializer(PostContentSerializer):
-    """The single-post form: the full post, and its publication on the channel's destination."""
+    """The single-post form: the full post, where readers find it, and its publication on the
+    channel's destination."""
 
+    url = serializers.CharField(
+        allow_null=True,
+        help_text="Where readers find the post, once `published`: its page on the channel's blog (blog channels), "
+        "the page its destination reported (git, LinkedIn), or `external_url` (api channels). Null otherwise.",
+    )
     publication = PublicationSerializer(
         allow_null=True,
         help_text="The latest publication job of a post of a git or LinkedIn channel; null where there is none.",
     )
+
+
+# Fields of the single-post form computed from the others, not columns of the post.
+COMPUTED = frozenset({"url"})
 
 
 def publication_webhook_data(job) -> dict:
@@ -102,8 +112,8 @@ def post_detail_rows(posts, channels: dict | None = None) -> list:
         return rows
     destined = [row.id for row in rows if row.channel.publishes_through_destination]
     publications = latest_publications(destined) if destined else {}
-    make = selectors.row_type((*rows[0]._fields, "publication"))._make
-    return [make((*row, publications.get(row.id))) for row in rows]
+    make = selectors.row_type((*rows[0]._fields, "url", "publication"))._make
+    return [make((*row, selectors.page_url(row, publications.get(row.id)), publications.get(row.id))) for row in rows]
 
 
 class PostWorkflowResultSerializer(PostContentSerializer):
@@ -119,7 +129,10 @@ def own_columns(serializer_class: type) -> tuple[str, ...]:
     return tuple(
         name
         for name, field in serializer_class._declared_fields.items()
-        if not isinstance(field, BaseSerializer) and name not in selectors.NESTED
+        if not isinstance(field, BaseSerializer)
+        and name not in selectors.NESTED
+        # Only the post's forms compute fields; a media item's `url` is a column of its own.
+        and not (name in COMPUTED and issubclass(serializer_class, PostListItemSerializer))
     )
 
 

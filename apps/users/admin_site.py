@@ -16,6 +16,7 @@ from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import authenticate
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -23,6 +24,7 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
 from apps.accounts.models import is_local_path
+from apps.channels.models import Channel, Platform
 from apps.core import step_up
 from apps.core.admin import AccountScopedAdmin
 from apps.core.errors import DomainError
@@ -97,8 +99,26 @@ class ServiceAdminSite(admin.AdminSite):
         context["site_header"] = self._header(user, area)
         if area in ADMIN_AREA:
             context["area_account"] = user.account
+        if area != OPERATOR:
+            # "View site": the operator's is the service's home page (Django's); a member's, their blog.
+            context["site_url"] = self._members_site_url(request, user.account_id) if area else None
         context["step_up_needed"] = user.is_authenticated and step_up.is_limited(request.session)
         return context
+
+    @staticmethod
+    def _members_site_url(request, account_id: int) -> str | None:
+        """The public address of the account's first blog channel (by id) that has one, or None
+        (no link). Read once per request, however many times a page builds its context."""
+        if not hasattr(request, "_admin_site_url"):
+            blog = (
+                Channel.objects.filter(account_id=account_id, platform=Platform.BLOG)
+                .filter(Q(handle__isnull=False) | Q(domain__isnull=False))
+                .order_by("id")
+                .only("platform", "handle", "domain")
+                .first()
+            )
+            request._admin_site_url = blog.public_url() if blog is not None else None
+        return request._admin_site_url
 
     def _header(self, user, area) -> str:
         if area in ADMIN_AREA:

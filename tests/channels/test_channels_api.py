@@ -13,7 +13,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 LIST_FIELDS = {"id", "title", "platform", "team", "posts_count"}
-DETAIL_FIELDS = LIST_FIELDS | {"created_at", "updated_at", "image_width"}
+DETAIL_FIELDS = LIST_FIELDS | {"created_at", "updated_at", "image_width", "url"}
 
 
 @pytest.fixture
@@ -69,6 +69,23 @@ def test_detail_has_the_list_fields_plus_dates_and_image_width(authed, account):
     assert data["team"] == {"id": channel.team.id, "name": channel.team.name}
     assert isoparse(data["created_at"]) == channel.created_at
     assert isoparse(data["updated_at"]) == channel.updated_at
+    assert data["url"] is None  # an api channel has no public address
+
+
+def test_a_blog_channel_s_url_is_its_public_site_and_follows_a_new_handle_or_domain(authed, account, settings):
+    settings.SITE_URL = "https://publish.example.com"
+    blog = ChannelFactory(account=account, platform="blog", title="Field Notes")
+    assert (
+        authed.get(f"/v1/channels/{blog.id}").json()["data"]["url"] == "https://publish.example.com/blog/field-notes/"
+    )
+
+    blog.handle = "notes"
+    blog.save()
+    assert authed.get(f"/v1/channels/{blog.id}").json()["data"]["url"] == "https://publish.example.com/blog/notes/"
+
+    blog.domain = "notes.example.org"
+    blog.save()
+    assert authed.get(f"/v1/channels/{blog.id}").json()["data"]["url"] == "https://notes.example.org/"
 
 
 @pytest.mark.parametrize("platform", ["blog", "git", "linkedin", "api"])

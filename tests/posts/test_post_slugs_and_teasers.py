@@ -9,7 +9,7 @@ from apps.core.errors import InvalidInput
 from apps.posts import services
 from apps.posts.models import SLUG_MAX_LENGTH, Post
 from apps.posts.services import post_create, post_update_content
-from tests.factories import ApiKeyFactory, ChannelFactory, PostFactory
+from tests.factories import AccountFactory, ApiKeyFactory, ChannelFactory, PostFactory
 from tests.posts.test_post_admin import change_url, form_data
 
 pytestmark = pytest.mark.django_db
@@ -114,10 +114,14 @@ def test_a_post_saved_in_the_admin_with_empty_teaser_and_slug_reads_back_with_st
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_fills_teasers_and_slugs_of_existing_posts():
     executor = MigrationExecutor(connection)
-    executor.migrate([("posts", "0001_initial")])
-    Post_ = executor.loader.project_state([("posts", "0001_initial")]).apps.get_model("posts", "Post")
-    channel = ChannelFactory()
-    other = ChannelFactory(account=channel.account)
+    before = [("posts", "0001_initial"), ("channels", "0003_posts_count")]
+    executor.migrate(before)
+    # Models of that state: later migrations (channels 0004) add columns the current models write.
+    state = executor.loader.project_state(before).apps
+    Post_, Channel_ = state.get_model("posts", "Post"), state.get_model("channels", "Channel")
+    account = AccountFactory()
+    channel = Channel_.objects.create(account_id=account.pk, title="Blog", platform="blog")
+    other = Channel_.objects.create(account_id=account.pk, title="Other", platform="blog")
     rows = [
         Post_.objects.create(channel_id=channel.pk, title="Same", teaser=None, slug="same"),
         Post_.objects.create(channel_id=channel.pk, title="Same", teaser=None, slug=None),

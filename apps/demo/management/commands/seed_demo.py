@@ -31,6 +31,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"    channels: {channels}")
                 posts = ", ".join(f"{label} {pk}" for label, pk in account["posts"].items())
                 self.stdout.write(f"    api channel posts: {posts}")
+            if account.get("blog_url"):
+                self.stdout.write(f"    blog: {account['blog_url']}")
             if account.get("git_repository"):
                 self.stdout.write(f"    git channel commits to {account['git_repository']} (try: git -C ... log)")
             for role, login in account["logins"].items():

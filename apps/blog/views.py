@@ -1,0 +1,282 @@
+"""The public site of blog channels: the index, a page per post and per tag, the preview of an
+unpublished post for the account's members, and robots.txt. The feed and the sitemap are in
+feeds.py. Addresses: /blog/<handle>/… on the service's host (urls.py), or the same pages at the
+root of a blog's own domain (domain_urls.py); the views take the channel from either.
+
+Readers see `published` posts only: a draft, scheduled or pending post, another channel's post and
+an unknown slug all get the same 404 page. Pages render from the stored Markdown (apps.core.markdown)
+whatever wrote it, and are cached under the channel's version (pages.py).
+"""
+
+import base64
+import hashlib
+import json
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_safe
+
+from apps.blog import pages
+from apps.channels.models import Channel, Platform
+from apps.core.markdown import markdown_text, render_markdown
+from apps.core.prepared import PreparedLookup
+from apps.posts import selectors
+from apps.posts.models import Post, shown_at
+
+# What a page shows of its channel (and its version, read in the same query).
+SITE_FIELDS = (
+    "account",
+    "version",
+    "title",
+    "platform",
+    "handle",
+    "domain",
+    "description",
+    "language",
+    "time_zone",
+    "accent_color",
+    "logo_url",
+    "image_width",
+    "created_at",
+    "updated_at",
+)
+DESCRIPTION_LENGTH = 160
+EXCERPT_LENGTH = 280
+
+
+def _blogs():
+    return Channel.objects.filter(platform=Platform.BLOG).only(*SITE_FIELDS).order_by()
+
+
+_by_handle = PreparedLookup(Channel, "handle", ("a", "b"), lambda handle: _blogs().filter(handle=handle)[:1])
+_by_domain = PreparedLookup(
+    Channel, "domain", ("a.example", "b.example"), lambda domain: _blogs().filter(domain=domain)[:1]
+)
+
+
+def blog_of_domain(domain: str) -> Channel | None:
+    return _by_domain.first(domain)
+
+
+def channel_of(request, handle: str | None) -> Channel:
+    """The blog the request is for: its own domain's (found by the middleware) or the handle's."""
+    channel = getattr(request, "blog_channel", None) if handle is None else _by_handle.first(handle)
+    if channel is None:
+        raise Http404("No such blog.")
+    return channel
+
+
+def inline_style(channel: Channel) -> str:
+    """The page's one inline style, the channel's look; the CSP names its hash."""
+    return f":root{{--accent:{channel.accent_color};--image-width:{channel.image_width}px}}"
+
+
+def content_security_policy(style: str) -> str:
+    style_hash = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+    return (
+        # connect-src 'self': tools that audit a page fetch its robots.txt from within it.
+        "default-src 'none'; img-src 'self' https: http:; media-src https: http:; connect-src 'self'; "
+        f"style-src 'self' 'sha256-{style_hash}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+
+
+def _page(request, channel: Channel, template: str, context: dict, *, status: int = 200) -> HttpResponse:
+    style = inline_style(channel)
+    context = {
+        "channel": channel,
+        "blog_url": channel.public_url(),
+        "feed_url": channel.public_url("blog:feed"),
+        "inline_style": style,
+        "time_zone": channel.time_zone,
+        **context,
+    }
+    # An operator may give one blog templates of its own (docs/blog.md): blog/channels/<handle>/post.html
+    # comes before blog/post.html.
+    names = (
+        [f"blog/channels/{channel.handle}/{template.removeprefix('blog/')}", template] if channel.handle else template
+    )
+    with timezone.override(channel.time_zone):
+        response = render(request, names, context, status=status)
+    response["Content-Security-Policy"] = content_security_policy(style)
+    # Readers who follow a link leave with the blog's origin (not the page), as blogs expect.
+    response["Referrer-Policy"] = "strict-origin-when-cross-origin"
+    return response
+
+
+def _not_found(request, channel: Channel) -> HttpResponse:
+    return _page(request, channel, "blog/404.html", {"title": "Page not found"}, status=404)
+
+
+def not_found(request, exception=None) -> HttpResponse:
+    """404 for a path of a blog's own domain that is no page of it (domain_urls.handler404)."""
+    channel = getattr(request, "blog_channel", None)
+    if channel is None:
+        return HttpResponse("Not found.", status=404, content_type="text/plain; charset=utf-8")
+    return pages.public_cache_control(_not_found(request, channel))
+
+
+def _excerpt(post) -> str:
+    return post.teaser or markdown_text(post.body, limit=EXCERPT_LENGTH)
+
+
+def _listing(request, channel: Channel, *, tag: str | None) -> HttpResponse:
+    before = selectors.PageCursor.parse(request.GET.get("before"))
+    after = None if before else selectors.PageCursor.parse(request.GET.get("after"))
+    page = selectors.published_page(
+        channel_id=channel.pk, size=settings.BLOG_PAGE_SIZE, before=before, after=after, tag=tag
+    )
+    if not page.posts and (tag is not None or before or after):
+        return _not_found(request, channel)
+    base = channel.public_url("blog:tag", tag=tag) if tag is not None else channel.public_url()
+    for post in page.posts:
+        post.url = channel.post_url(post.slug)
+        post.excerpt = _excerpt(post)
+        post.tag_links = [(name, channel.public_url("blog:tag", tag=name)) for name in post.tag_names]
+    paged = before or after
+    context = {
+        "posts": page.posts,
+        "tag": tag,
+        "title": f"Posts tagged “{tag}”" if tag is not None else channel.title,
+        "description": channel.description or f"The latest posts of {channel.title}.",
+        "canonical": f"{base}?{urlencode({'before' if before else 'after': str(paged)})}" if paged else base,
+        "older_url": f"{base}?{urlencode({'before': str(page.older)})}" if page.older else None,
+        "newer_url": (f"{base}?{urlencode({'after': str(page.newer)})}" if page.newer else base) if paged else None,
+        "noindex": bool(paged),
+    }
+    return _page(request, channel, "blog/index.html", context)
+
+
+def resource_of(request, *parts: str) -> str:
+    """A page's cache name: its path and the parameters it reads (other parameters change nothing)."""
+    return "|".join((request.path, *parts))
+
+
+def _listing_resource(request) -> str:
+    """A list page's cache name: by the cursor it reads, so a mangled cursor (read as none) shares
+    the first page's entry instead of filling the cache with copies."""
+    before = selectors.PageCursor.parse(request.GET.get("before"))
+    after = None if before else selectors.PageCursor.parse(request.GET.get("after"))
+    return resource_of(request, f"before={before or ''}", f"after={after or ''}")
+
+
+@require_safe
+def index(request, handle: str | None = None) -> HttpResponse:
+    channel = channel_of(request, handle)
+    return pages.serve(request, channel, _listing_resource(request), lambda: _listing(request, channel, tag=None))
+
+
+@require_safe
+def tag(request, tag: str, handle: str | None = None) -> HttpResponse:
+    channel = channel_of(request, handle)
+    return pages.serve(request, channel, _listing_resource(request), lambda: _listing(request, channel, tag=tag))
+
+
+def json_ld(data: dict) -> str:
+    """JSON for a <script type="application/ld+json"> block: nothing in it can close the element."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _post_page(request, channel: Channel, post, *, preview: bool = False) -> HttpResponse:
+    url = channel.post_url(post.slug)
+    title = post.meta_title or post.title
+    description = post.meta_description or post.teaser or markdown_text(post.body, limit=DESCRIPTION_LENGTH)
+    images = [item for item in post.media_items if item.kind == "image"]
+    tag_links = [(name, channel.public_url("blog:tag", tag=name)) for name in post.tag_names]
+    structured = {
+        "@context": "https://schema.org",
+        "@type": "BlogPosting",
+        "headline": post.title[:110],
+        "description": description,
+        "url": url,
+        "mainEntityOfPage": url,
+        "datePublished": post.shown_at.isoformat(),
+        "dateModified": post.updated_at.isoformat(),
+        "inLanguage": channel.language,
+        "keywords": post.tag_names,
+        "isPartOf": {"@type": "Blog", "name": channel.title, "url": channel.public_url()},
+        "publisher": {"@type": "Organization", "name": channel.title},
+    }
+    if images:
+        structured["image"] = [item.url for item in images]
+    context = {
+        "post": post,
+        "title": title,
+        "description": description,
+        "canonical": url,
+        "body_html": render_markdown(post.body),
+        "images": images,
+        "og_image": images[0] if images else None,
+        "tag_links": tag_links,
+        "json_ld": json_ld(structured),
+        "preview": preview,
+        "noindex": preview,
+    }
+    return _page(request, channel, "blog/post.html", context)
+
+
+@require_safe
+def post(request, slug: str, handle: str | None = None) -> HttpResponse:
+    channel = channel_of(request, handle)
+
+    def rendered() -> HttpResponse:
+        found = selectors.published_post(channel_id=channel.pk, slug=slug)
+        return _not_found(request, channel) if found is None else _post_page(request, channel, found)
+
+    return pages.serve(request, channel, resource_of(request), rendered)
+
+
+@require_safe
+def preview(request, post_id: int) -> HttpResponse:
+    """A post of a blog channel as its page will look, whatever its status, for the signed-in
+    members of its account only (anyone else: the sign-in page, or 404). Never cached or indexed."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
+    found = (
+        Post.objects.select_related("channel")
+        .annotate(shown_at=shown_at())
+        .filter(pk=post_id, channel__account_id=request.user.account_id, channel__platform=Platform.BLOG)
+        .first()
+    )
+    if found is None or not request.user.is_active:
+        raise Http404("No such post.")
+    response = _post_page(request, found.channel, selectors.with_parts(found), preview=True)
+    response["Cache-Control"] = "private, no-store"
+    response["X-Robots-Tag"] = "noindex"
+    return response
+
+
+@require_safe
+def domain_check(request) -> HttpResponse:
+    """200 for a host name that is a blog's own domain, 404 for any other: the question a proxy that
+    gets TLS certificates on demand asks before it asks for one (Caddy's `on_demand_tls ask`)."""
+    domain = request.GET.get("domain", "").strip().lower().rstrip(".")
+    known = bool(domain) and len(domain) <= 253 and blog_of_domain(domain) is not None
+    return HttpResponse("ok" if known else "unknown", status=200 if known else 404, content_type="text/plain")
+
+
+@require_safe
+def home(request) -> HttpResponse:
+    """The service's own front page: where to sign in, where the API is documented."""
+    return pages.public_cache_control(render(request, "blog/home.html"))
+
+
+@require_safe
+def robots(request) -> HttpResponse:
+    """Crawlers may read the blogs, not the Settings area or the API; the sitemaps are named. On a
+    blog's own domain: its sitemap. On the service's host: every blog's that has no domain."""
+    channel = getattr(request, "blog_channel", None)
+    lines = ["User-agent: *"]
+    if channel is not None:
+        lines += ["Allow: /", "", f"Sitemap: {channel.public_url('blog:sitemap')}"]
+    else:
+        lines += [f"Disallow: /{settings.ADMIN_URL}", "Disallow: /v1/", "Disallow: /preview/", "Allow: /blog/", ""]
+        blogs = Channel.objects.filter(platform=Platform.BLOG, domain=None).exclude(handle=None)
+        for handle in blogs.order_by("id").values_list("handle", flat=True).iterator(chunk_size=1000):
+            lines.append(f"Sitemap: {Channel(platform=Platform.BLOG, handle=handle).public_url('blog:sitemap')}")
+    response = HttpResponse("\n".join(lines) + "\n", content_type="text/plain; charset=utf-8")
+    return pages.public_cache_control(response)
