@@ -28,6 +28,10 @@ from tests.factories import AdminUserFactory, ApiKeyFactory
 # worker of another test run on the same Redis (each run has its own database).
 celery_app.conf.task_default_queue = f"cps-test-{settings.DATABASES['default']['NAME']}".replace("/", "-")
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Pages people look at are tried in a real browser: Debian's Chromium, driven by Playwright.
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium package (.ci/run installs it)")
+
 requires_postgres = pytest.mark.skipif(
     not settings.IS_POSTGRES, reason="needs PostgreSQL (row locks and real concurrency); set DATABASE_URL"
 )
@@ -395,3 +399,19 @@ def use_broker():
 
     yield switch
     switch(original)
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    """Headless Chromium (Debian's, no browser download), for the test's pages."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
+    # between browser steps are still synchronous.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+        )
+        yield launched
+        launched.close()

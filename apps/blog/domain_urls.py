@@ -3,16 +3,10 @@ middleware.py): the blog's pages at the root, by the same names as under /blog/<
 
 from django.urls import include, path
 
-from apps.blog import feeds, views
+from apps.blog import views
+from apps.blog.urls import blog_pages
 
-pages = [
-    path("", views.index, name="index"),
-    path("robots.txt", views.robots, name="robots"),
-    path("feed.xml", feeds.feed, name="feed"),
-    path("sitemap.xml", feeds.sitemap, name="sitemap"),
-    path("tags/<path:tag>/", views.tag, name="tag"),
-    path("<slug:slug>/", views.post, name="post"),
-]
+pages = [path("robots.txt", views.robots, name="robots"), *blog_pages("")]
 
 # A root URLconf's app_name names no namespace; an include does, so "blog:…" reverses here too.
 urlpatterns = [path("", include((pages, "blog")))]

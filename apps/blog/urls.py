@@ -1,5 +1,5 @@
 """The public site on the service's host: each blog under /blog/<handle>/, the previews of the
-Settings area, robots.txt. The same page names as on a blog's own domain (domain_urls.py)."""
+Settings area, robots.txt. A blog's own domain has the same pages at its root (domain_urls.py)."""
 
 from django.urls import path
 
@@ -7,14 +7,22 @@ from apps.blog import feeds, views
 
 app_name = "blog"
 
+
+def blog_pages(prefix: str) -> list:
+    """A blog's pages under `prefix` ("" on its own domain), by the names Channel.public_url uses."""
+    return [
+        path(f"{prefix}", views.index, name="index"),
+        path(f"{prefix}feed.xml", feeds.feed, name="feed"),
+        path(f"{prefix}sitemap.xml", feeds.sitemap, name="sitemap"),
+        path(f"{prefix}tags/<path:tag>/", views.tag, name="tag"),
+        path(f"{prefix}<slug:slug>/", views.post, name="post"),
+    ]
+
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("robots.txt", views.robots, name="robots"),
     path("blog-domains/check", views.domain_check, name="domain_check"),
     path("preview/<int:post_id>/", views.preview, name="preview"),
-    path("blog/<slug:handle>/", views.index, name="index"),
-    path("blog/<slug:handle>/feed.xml", feeds.feed, name="feed"),
-    path("blog/<slug:handle>/sitemap.xml", feeds.sitemap, name="sitemap"),
-    path("blog/<slug:handle>/tags/<path:tag>/", views.tag, name="tag"),
-    path("blog/<slug:handle>/<slug:slug>/", views.post, name="post"),
+    *blog_pages("blog/<slug:handle>/"),
 ]

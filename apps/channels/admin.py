@@ -36,8 +36,10 @@ DEFAULTED_FIELDS = ("language", "time_zone", "accent_color")
 
 
 def _form_field(db_field, **kwargs):
+    # A logo typed without a scheme is on https (the model refuses http). The form's own fields are
+    # made when the class is; the admin makes them again with its formfield_overrides below.
     if isinstance(db_field, models.URLField):
-        kwargs.setdefault("assume_scheme", "https")  # a logo is on https (the model refuses http)
+        kwargs.setdefault("assume_scheme", "https")
     return db_field.formfield(**kwargs)
 
 
@@ -103,6 +105,7 @@ class ChannelAdmin(admin.ModelAdmin):
     search_fields = ("title", "team__name", "handle", "domain")
     list_select_related = ("account", "team")
     readonly_fields = ("posts_count", "publishing", "public_address", "created_at", "updated_at")
+    # A logo typed without a scheme is on https (the model refuses http).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     def get_fieldsets(self, request, obj=None):

@@ -1,14 +1,12 @@
 """The blog in the Settings area: a channel's blog settings, "View on site" and "Preview" on a post's
 page, the live Markdown preview of a body, and "View site" in the header."""
 
-import shutil
-
 import pytest
 from django.test import Client
 from django.utils import timezone
 
 from apps.channels.models import Channel
-from tests.conftest import admin_session
+from tests.conftest import admin_session, needs_chromium
 from tests.factories import (
     AdminUserFactory,
     ChannelFactory,
@@ -21,7 +19,6 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 MARKDOWN_PREVIEW = "/admin/posts/post/markdown-preview/"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def channel_url(channel: Channel) -> str:
@@ -210,28 +207,25 @@ def test_view_site_in_the_header_leads_to_the_accounts_blog_or_is_not_shown():
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium package (.ci/run installs it)")
-def test_typing_in_the_body_fills_the_preview_pane_in_a_real_browser(live_server, monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop runs in this thread
+@needs_chromium
+def test_typing_in_the_body_fills_the_preview_pane_in_a_real_browser(live_server, browser):
+    from playwright import sync_api
+
     post = PostFactory(channel=ChannelFactory(), body="Before")
     session = admin_session(AdminUserFactory(account=post.channel.account))
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        context = browser.new_context()
-        signed_in = session.cookies["sessionid"].value
-        context.add_cookies([{"name": "sessionid", "value": signed_in, "url": live_server.url}])
-        page = context.new_page()
-        problems = []
-        page.on("console", lambda message: message.type == "error" and problems.append(message.location["url"]))
-        page.on("pageerror", lambda error: problems.append(str(error)))
-        page.goto(f"{live_server.url}{post_url(post)}")
-        pane = page.locator(".markdown-preview-content")
-        sync_api.expect(pane).to_have_text("Before")
-        page.fill("#id_body", "## Typed\n\n<script>window.ran = 1</script>*done*")
-        sync_api.expect(pane.locator("h2")).to_contain_text("Typed")
-        assert pane.inner_html().count("<script") == 0
-        assert page.evaluate("window.ran") is None
-        browser.close()
+    context = browser.new_context()
+    signed_in = session.cookies["sessionid"].value
+    context.add_cookies([{"name": "sessionid", "value": signed_in, "url": live_server.url}])
+    page = context.new_page()
+    problems = []
+    page.on("console", lambda message: message.type == "error" and problems.append(message.location["url"]))
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.goto(f"{live_server.url}{post_url(post)}")
+    pane = page.locator(".markdown-preview-content")
+    sync_api.expect(pane).to_have_text("Before")
+    page.fill("#id_body", "## Typed\n\n<script>window.ran = 1</script>*done*")
+    sync_api.expect(pane.locator("h2")).to_contain_text("Typed")
+    assert pane.inner_html().count("<script") == 0
+    assert page.evaluate("window.ran") is None
     # The browser asks for a site icon by itself; the admin names none.
     assert [problem for problem in problems if not problem.endswith("/favicon.ico")] == []

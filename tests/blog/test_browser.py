@@ -2,21 +2,19 @@
 package, driven by Playwright). Set BLOG_SCREENSHOTS=<folder> to keep screenshots of the pages."""
 
 import os
-import shutil
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.utils import timezone
 
+from tests.conftest import needs_chromium
 from tests.factories import ChannelFactory, MediaFactory, PostFactory, TagFactory
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium package (.ci/run installs it)"),
+    needs_chromium,
 ]
 
 LONG_WORD = "Donaudampfschifffahrtselektrizitätenhauptbetriebswerkbauunterbeamtengesellschaft" * 2
@@ -84,21 +82,6 @@ def seed_blog(image_url: str):
     )
     MediaFactory(post=rich, url=image_url, alt_text="The blog's icon, attached", width=64, height=64)
     return channel, rich
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
-    # between browser steps are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
-        yield browser
-        browser.close()
 
 
 class Watched:

@@ -1,37 +1,24 @@
 """The Settings / Webhooks admin driven in headless Chromium (Debian's chromium package)."""
 
-import shutil
-
 import pytest
 
 from apps.users.models import User
 from apps.webhooks import services
 from apps.webhooks.models import Attempt, Delivery, WebhookEndpoint
 from apps.webhooks.services import delivery_attempt
+from tests.conftest import needs_chromium
 from tests.factories import AccountFactory, AdminUserFactory
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium package (.ci/run installs it)"),
+    needs_chromium,
 ]
 
 
 @pytest.fixture
-def page(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
-    # between browser steps are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
-        yield browser.new_page()
-        browser.close()
+def page(browser):
+    return browser.new_page()
 
 
 @pytest.fixture
