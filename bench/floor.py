@@ -212,7 +212,8 @@ def write(request, channel_id: int):
 
 def blog_index(request, handle: str):
     channel = blog_views.channel_of(request, handle)
-    page = blog_views._listing(request, channel, tag=None)
+    before, after = blog_views.cursors(request)
+    page = blog_views._listing(request, channel, tag=None, before=before, after=after)
     return blog_pages.public_cache_control(blog_pages._validated(page))
 
 

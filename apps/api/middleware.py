@@ -9,6 +9,7 @@ from django.utils.cache import patch_cache_control, patch_vary_headers
 
 from apps.api import ratelimit
 from apps.api.errors import is_api_path, json_error, payload_too_large_message
+from apps.core.http import content_length
 
 logger = logging.getLogger(__name__)
 
@@ -42,13 +43,6 @@ class SecurityHeadersMiddleware:
         is_html = response.get("Content-Type", "").startswith("text/html")
         response.headers.setdefault("Content-Security-Policy", PAGE_CSP if is_html else DATA_CSP)
         return response
-
-
-def content_length(request) -> int:
-    try:
-        return max(0, int(request.META.get("CONTENT_LENGTH") or 0))
-    except ValueError:
-        return 0
 
 
 class ApiHttpMiddleware:

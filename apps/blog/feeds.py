@@ -15,8 +15,10 @@ from django.conf import settings
 from django.contrib.sitemaps import Sitemap
 from django.contrib.sitemaps import views as sitemap_views
 from django.contrib.syndication.views import Feed
+from django.core.paginator import Paginator
 from django.template.response import TemplateResponse
 from django.utils.feedgenerator import Atom1Feed
+from django.utils.functional import cached_property
 from django.views.decorators.http import require_safe
 
 from apps.blog import pages
@@ -125,6 +127,11 @@ class PostSitemap(Sitemap):
 
     def lastmod(self, item):
         return item.updated_at
+
+    @cached_property
+    def paginator(self):
+        # Django's makes a new Paginator (and counts the posts again) every time it is read.
+        return Paginator(self.items(), self.limit)
 
     def get_latest_lastmod(self):
         # Django's reads every item for it; the page's Last-Modified is set where it is cached.

@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from apps.blog import pages
-from apps.channels.models import Channel, Platform
+from apps.channels.models import Channel, Platform, normalize_domain
 from apps.core.markdown import markdown_text, render_markdown
 from apps.core.prepared import PreparedLookup
 from apps.posts import selectors
@@ -123,9 +123,13 @@ def _excerpt(post) -> str:
     return post.teaser or markdown_text(post.body, limit=EXCERPT_LENGTH)
 
 
-def _listing(request, channel: Channel, *, tag: str | None) -> HttpResponse:
+def cursors(request) -> tuple[selectors.PageCursor | None, selectors.PageCursor | None]:
+    """The list page's (before, after) cursors; one that is not a cursor is none (the first page)."""
     before = selectors.PageCursor.parse(request.GET.get("before"))
-    after = None if before else selectors.PageCursor.parse(request.GET.get("after"))
+    return before, None if before else selectors.PageCursor.parse(request.GET.get("after"))
+
+
+def _listing(request, channel: Channel, *, tag: str | None, before, after) -> HttpResponse:
     page = selectors.published_page(
         channel_id=channel.pk, size=settings.BLOG_PAGE_SIZE, before=before, after=after, tag=tag
     )
@@ -155,24 +159,24 @@ def resource_of(request, *parts: str) -> str:
     return "|".join((request.path, *parts))
 
 
-def _listing_resource(request) -> str:
-    """A list page's cache name: by the cursor it reads, so a mangled cursor (read as none) shares
-    the first page's entry instead of filling the cache with copies."""
-    before = selectors.PageCursor.parse(request.GET.get("before"))
-    after = None if before else selectors.PageCursor.parse(request.GET.get("after"))
-    return resource_of(request, f"before={before or ''}", f"after={after or ''}")
+def _list_page(request, channel: Channel, tag: str | None) -> HttpResponse:
+    # Cached by the cursors read, so a mangled one (read as none) shares the first page's entry
+    # instead of filling the cache with copies.
+    before, after = cursors(request)
+    resource = resource_of(request, f"before={before or ''}", f"after={after or ''}")
+    return pages.serve(
+        request, channel, resource, lambda: _listing(request, channel, tag=tag, before=before, after=after)
+    )
 
 
 @require_safe
 def index(request, handle: str | None = None) -> HttpResponse:
-    channel = channel_of(request, handle)
-    return pages.serve(request, channel, _listing_resource(request), lambda: _listing(request, channel, tag=None))
+    return _list_page(request, channel_of(request, handle), None)
 
 
 @require_safe
 def tag(request, tag: str, handle: str | None = None) -> HttpResponse:
-    channel = channel_of(request, handle)
-    return pages.serve(request, channel, _listing_resource(request), lambda: _listing(request, channel, tag=tag))
+    return _list_page(request, channel_of(request, handle), tag)
 
 
 def json_ld(data: dict) -> str:
@@ -254,8 +258,8 @@ def preview(request, post_id: int) -> HttpResponse:
 def domain_check(request) -> HttpResponse:
     """200 for a host name that is a blog's own domain, 404 for any other: the question a proxy that
     gets TLS certificates on demand asks before it asks for one (Caddy's `on_demand_tls ask`)."""
-    domain = request.GET.get("domain", "").strip().lower().rstrip(".")
-    known = bool(domain) and len(domain) <= 253 and blog_of_domain(domain) is not None
+    domain = normalize_domain(request.GET.get("domain"))
+    known = domain is not None and len(domain) <= 253 and blog_of_domain(domain) is not None
     return HttpResponse("ok" if known else "unknown", status=200 if known else 404, content_type="text/plain")
 
 

@@ -5,7 +5,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.channels.models import Channel, Platform, Team
+from apps.channels.models import Channel, Platform, Team, normalize_domain
 from apps.core.counts import count_of
 
 
@@ -81,7 +81,7 @@ class ChannelForm(forms.ModelForm):
 
     def clean_domain(self) -> str | None:
         # As people type a host name: the model's check then wants it bare and lower-case.
-        return (self.cleaned_data.get("domain") or "").strip().lower().rstrip(".") or None
+        return normalize_domain(self.cleaned_data.get("domain"))
 
     def clean(self):
         cleaned = super().clean()

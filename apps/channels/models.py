@@ -50,6 +50,11 @@ def validate_handle(value: str) -> None:
 DOMAIN = re.compile(r"(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")
 
 
+def normalize_domain(value: str | None) -> str | None:
+    """A host name as people type it and as it is stored: no spaces, lower-case, no trailing dot."""
+    return (value or "").strip().lower().rstrip(".") or None
+
+
 def validate_domain(value: str) -> None:
     if not DOMAIN.fullmatch(value):
         raise ValidationError("Enter a host name such as blog.example.com: lower-case, no scheme, port or path.")
@@ -189,8 +194,7 @@ class Channel(models.Model):
             self.handle = self.free_handle()
             if kwargs.get("update_fields") is not None:
                 kwargs["update_fields"] = {*kwargs["update_fields"], "handle"}
-        if self.domain:
-            self.domain = self.domain.strip().lower()
+        self.domain = normalize_domain(self.domain)
         if not self._state.adding and kwargs.get("update_fields") is None:
             # A channel saved after it was read (the admin's form) would otherwise write back the
             # posts_count it read, undoing the posts created or deleted in between.

@@ -14,6 +14,7 @@ from django.utils.html import format_html, format_html_join
 from apps.channels.models import Platform
 from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin, run_on_selected
 from apps.core.errors import DomainError
+from apps.core.http import content_length
 from apps.core.markdown import render_markdown
 from apps.posts.models import ApiPublication, Media, Post, Tag
 from apps.posts.selectors import page_url
@@ -196,7 +197,7 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
         if not (self.has_change_permission(request) or self.has_add_permission(request)):
             raise PermissionDenied
         # Django refuses a larger form body when it is read (400); say what it is before reading it.
-        if _content_length(request) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        if content_length(request) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             return HttpResponse("The body is too large to preview.", status=413, content_type="text/plain")
         html = render_markdown(one_line_end(request.POST.get("body", "")))
         return HttpResponse(html, content_type="text/html; charset=utf-8", headers={"Cache-Control": "no-store"})
@@ -324,13 +325,6 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     @admin.action(description="Unpublish to draft (as the unpublish endpoint; api channels)")
     def unpublish(self, request, queryset):
         self._run_on_selected(request, queryset, _as_the_endpoint(post_unpublish), "unpublished")
-
-
-def _content_length(request) -> int:
-    try:
-        return int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return 0
 
 
 def _quoted_title(post: Post) -> str:
