@@ -6,6 +6,7 @@ Production differs only by environment variables.
 """
 
 import ipaddress
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -141,6 +142,7 @@ INSTALLED_APPS = [
     "apps.webhooks",
     "apps.publishing",
     "apps.publishing.git",
+    "apps.publishing.linkedin",
     "apps.blog",
     "apps.demo",
 ]
@@ -552,6 +554,46 @@ GIT_ALLOW_LOCAL_REPOSITORIES = _bool("GIT_ALLOW_LOCAL_REPOSITORIES", default=Fal
 # is new; losing it costs one full fetch.
 GIT_CACHE_DIR = Path(env.str("GIT_CACHE_DIR", default=str(VAR_DIR / "git-cache")))
 
+# --- LinkedIn channels (apps/publishing/linkedin, docs/publishing.md) ---
+# The LinkedIn app's credentials (developer portal → your app → Auth). Without them the Settings
+# area cannot connect a channel (`manage.py connect_linkedin` still can, with a token made there).
+LINKEDIN_CLIENT_ID = env.str("LINKEDIN_CLIENT_ID", default="").strip()
+LINKEDIN_CLIENT_SECRET = env.str("LINKEDIN_CLIENT_SECRET", default="").strip()
+# The API version every /rest/ request names (LinkedIn-Version: YYYYMM); LinkedIn retires a version
+# about a year after its release, and then answers 426.
+LINKEDIN_API_VERSION = env.str("LINKEDIN_API_VERSION", default="202610").strip()
+if not re.fullmatch(r"20\d\d(0[1-9]|1[0-2])", LINKEDIN_API_VERSION):
+    raise ImproperlyConfigured(
+        f"LINKEDIN_API_VERSION must be a version like 202610 (YYYYMM), got {LINKEDIN_API_VERSION!r}"
+    )
+
+
+def _base_url(name: str, default: str) -> str:
+    # Operator settings (tests and staging point them at a local server), not tenant input: the
+    # webhook address guard does not apply to them.
+    value = env.str(name, default=default).strip().rstrip("/")
+    if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", value):
+        raise ImproperlyConfigured(f"{name} must be an http(s) address without query, got {value!r}")
+    return value
+
+
+LINKEDIN_AUTH_URL = _base_url("LINKEDIN_AUTH_URL", "https://www.linkedin.com/oauth/v2")
+LINKEDIN_API_URL = _base_url("LINKEDIN_API_URL", "https://api.linkedin.com")
+# What the Settings area asks a member to grant: sign-in (openid profile) and posting as the member
+# (w_member_social). Posting as a company page needs w_organization_social and, to list the pages
+# the member administers, r_organization_admin (the Community Management API product).
+LINKEDIN_SCOPES = env.str("LINKEDIN_SCOPES", default="openid profile w_member_social").split()
+if not {"openid", "profile"} <= set(LINKEDIN_SCOPES) or not {"w_member_social", "w_organization_social"} & set(
+    LINKEDIN_SCOPES
+):
+    raise ImproperlyConfigured(
+        "LINKEDIN_SCOPES must include openid and profile (who connected) and w_member_social or "
+        f"w_organization_social (to post), got {' '.join(LINKEDIN_SCOPES)!r}"
+    )
+# A connection whose access ends within this many days is refreshed (where LinkedIn gave a
+# refresh token) or its account's admins are e-mailed, once a day by beat.
+LINKEDIN_EXPIRY_WARNING_DAYS = _positive_int("LINKEDIN_EXPIRY_WARNING_DAYS", 7)
+
 # --- The blog channels' public site (apps/blog, docs/blog.md) ---
 # Posts per page of a blog's index and tag pages.
 BLOG_PAGE_SIZE = _int_between("BLOG_PAGE_SIZE", 10, 1, 100)
@@ -573,6 +615,7 @@ CELERY_BEAT_SCHEDULE = {
     "webhooks.prune_history": {"task": "webhooks.prune_history", "schedule": 3600.0},
     "publishing.sweep": {"task": "publishing.sweep", "schedule": float(PUBLISH_SWEEP_INTERVAL)},
     "accounts.prune_sso_tokens": {"task": "accounts.prune_sso_tokens", "schedule": 3600.0},
+    "publishing.linkedin_expiry": {"task": "publishing.linkedin_expiry", "schedule": 86400.0},
 }
 # Where beat keeps the last run of each entry (a shelve file: a suffix such as `.db` may be added).
 # `celery beat` reads it from here when no --schedule is given; its folder is made at start-up so

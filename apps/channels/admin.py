@@ -1,11 +1,11 @@
 from django import forms
 from django.contrib import admin
-from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.channels.models import Channel, Platform, Team, normalize_domain
+from apps.core.admin import channel_setup
 from apps.core.counts import count_of
 
 
@@ -143,19 +143,15 @@ class ChannelAdmin(admin.ModelAdmin):
 
     @admin.display(description="publishes to")
     def publishing(self, obj: Channel) -> str:
-        """Where a git channel's posts go, with the link to set it up (the publishing apps' pages,
-        reached by URL name: this app does not import them)."""
-        if obj is None or obj.pk is None or obj.platform != Platform.GIT:
+        """Where the channel's posts go, with the link to set it up (each destination says, by the
+        URL name of its own page: this app does not import them)."""
+        link = channel_setup(channel_id=obj.pk, platform=obj.platform) if obj is not None and obj.pk else None
+        if link is None:
             return "—"
-        try:
-            destination = obj.git_destination
-        except ObjectDoesNotExist:
-            url = reverse("admin:publishing_git_gitdestination_add", current_app=self.admin_site.name)
-            return format_html('Nowhere yet: <a href="{}?channel={}">set up its repository</a>', url, obj.pk)
-        url = reverse(
-            "admin:publishing_git_gitdestination_change", args=[destination.pk], current_app=self.admin_site.name
-        )
-        return format_html('<a href="{}">{} ({})</a>', url, destination.repository_url, destination.branch)
+        url = reverse(f"admin:{link.url_name}", args=link.args, current_app=self.admin_site.name)
+        url = f"{url}?{link.query}" if link.query else url
+        warning = format_html(' <strong class="errornote">{}</strong>', link.warning) if link.warning else ""
+        return format_html('{} <a href="{}">{}</a>{}', link.text, url, link.link_text, warning)
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(self.readonly_fields)

@@ -155,6 +155,34 @@ class ObjectButtonsAdmin(admin.ModelAdmin):
         return super().render_change_form(request, context, add, change, form_url, obj)
 
 
+# --- What a channel's page says of where its posts go (each publishing destination's admin registers it) ---
+
+
+@dataclass(frozen=True)
+class SetupLink:
+    """A sentence, a link to the page that sets the channel's destination up (an admin URL name,
+    without "admin:", and its arguments), and a warning where something needs doing."""
+
+    text: str
+    url_name: str
+    link_text: str
+    args: tuple = ()
+    query: str = ""
+    warning: str = ""
+
+
+_channel_setups: dict[str, Callable[[int], SetupLink]] = {}
+
+
+def register_channel_setup(platform: str, describe: Callable[[int], SetupLink]) -> None:
+    _channel_setups[platform] = describe
+
+
+def channel_setup(*, channel_id: int, platform: str) -> SetupLink | None:
+    describe = _channel_setups.get(platform)
+    return describe(channel_id) if describe is not None else None
+
+
 # --- One account's data: the scoping of every admin page (see apps/core/scoping.py) ----------
 
 

@@ -109,10 +109,36 @@ def render_markdown(body: str) -> str:
     return sanitize(_parser().render(body))
 
 
-def markdown_text(body: str, *, limit: int | None = None) -> str:
+# Where a line or block starts or ends in the rendered HTML (markdown_text(paragraphs=True)): a line
+# break before each list item (a nested list's too) and table row and at a <br>, a blank line after
+# the other blocks (a list: unless it is nested in an item).
+_LINE = re.compile(r"<(li|tr)\b[^>]*>|<br\s*/?>")
+_BLOCK_END = re.compile(r"</(p|h[1-6]|blockquote|pre|table)>|</(ul|ol)>(?!\s*</li>)|<hr\s*/?>")
+_CODE = re.compile(r"<pre\b.*?</pre>", re.DOTALL)
+
+
+def _line(match: re.Match) -> str:
+    return "\n" + match.group(0) if match.group(1) else match.group(0) + "\n"
+
+
+def markdown_text(body: str, *, limit: int | None = None, paragraphs: bool = False) -> str:
     """The body as plain text on one line (for a meta description or a preview), cut at a word
-    before `limit` characters with an ellipsis."""
-    text = " ".join(html.unescape(nh3.clean(_parser(anchors=False).render(body or ""), tags=set())).split())
+    before `limit` characters with an ellipsis; with `paragraphs`, its blocks stay apart (blank
+    lines between paragraphs, a line per list item), for places that show text as it is written
+    (a LinkedIn post)."""
+    rendered = _parser(anchors=False).render(body or "")
+    if not paragraphs:
+        text = " ".join(html.unescape(nh3.clean(rendered, tags=set())).split())
+    else:
+        # The renderer's own line breaks are a space to a reader (a soft break), but in code, whose
+        # lines are its own; the blocks' are ours.
+        rendered = _CODE.sub(lambda match: match.group(0).replace("\n", "<br>"), rendered).replace("\n", " ")
+        rendered = _BLOCK_END.sub(lambda match: match.group(0) + "\n\n", _LINE.sub(_line, rendered))
+        plain = html.unescape(nh3.clean(rendered, tags=set()))
+        blocks = (
+            "\n".join(" ".join(line.split()) for line in block.splitlines()) for block in re.split(r"\n\s*\n", plain)
+        )
+        text = "\n\n".join(block.strip("\n") for block in blocks if block.strip())
     if limit is not None and len(text) > limit:
         cut = text[: limit - 1].rsplit(" ", 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
         text = cut.rstrip(" ,.;:") + "…"

@@ -3,14 +3,32 @@ what a job's outcome does to its post. Registered with the pipeline by PostsConf
 
 from datetime import datetime
 
+from apps.channels.models import Platform
 from apps.posts import services
-from apps.posts.models import Post
+from apps.posts.models import Post, PublicationStatus
 from apps.publishing.destinations import Document
+
+
+def blog_link(post: Post) -> str | None:
+    """The page of the post on the account's blog: its own where it is a blog's post, else (a
+    LinkedIn share of an article) the published post of the same slug on one of the account's blogs."""
+    if post.channel.has_public_site:
+        return post.channel.post_url(post.slug)
+    article = (
+        Post.objects.select_related("channel")
+        .filter(
+            channel__account_id=post.channel.account_id, channel__platform=Platform.BLOG, slug=post.slug,
+            publication_status=PublicationStatus.PUBLISHED,
+        )
+        .order_by("-published_at", "-id")
+        .first()
+    )  # fmt: skip
+    return article.channel.post_url(article.slug) if article is not None else None
 
 
 class PostSubject:
     def document(self, *, post_id: int, action: str, published_at: datetime | None) -> Document | None:
-        post = Post.objects.filter(pk=post_id).first()
+        post = Post.objects.select_related("channel").filter(pk=post_id).first()
         if post is None:
             return None
         return Document(
@@ -23,7 +41,9 @@ class PostSubject:
             published_at=post.published_at or published_at or post.updated_at,
             tags=list(post.tags.order_by("name").values_list("name", flat=True)),
             description=post.meta_description or post.teaser or None,
+            teaser=post.teaser,
             updated_at=post.updated_at if action == "update" else None,
+            link=blog_link(post),
         )
 
     def confirmed(self, *, job) -> None:

@@ -465,12 +465,23 @@ def _requesting(action: str) -> Step:
     return step
 
 
+def _publication_under_way(post_id: int, actions: list[str]) -> bool:
+    """A job of these actions running, or tried and waiting for its retry: what it sent may be out
+    there (its answer lost), so taking the post back asks for an unpublish too."""
+    return (
+        PublicationJob.objects.filter(post_id=post_id, action__in=actions)
+        .filter(models.Q(state=JobState.RUNNING) | models.Q(state=JobState.QUEUED, attempts__gt=0))
+        .exists()
+    )
+
+
 def _withdrawing(post: Post, scheduled_at: datetime | None) -> Post:
     """A post that is not published goes back to draft or to a later time: its publication that
-    has not started is canceled; one already running is followed by an unpublish, so that what it
-    puts up comes down again."""
+    has not started is canceled; one already running (or tried) is followed by an unpublish, so
+    that what it put up comes down again."""
+    under_way = _publication_under_way(post.pk, [JobAction.PUBLISH])
     jobs_cancel(post_id=post.pk, actions=[JobAction.PUBLISH])
-    if PublicationJob.objects.filter(post_id=post.pk, action=JobAction.PUBLISH, state=JobState.RUNNING).exists():
+    if under_way:
         _request(post, JobAction.UNPUBLISH)
     return post
 
@@ -598,12 +609,12 @@ def post_delete(*, post_id: int) -> None:
     destination (a job that outlives the post); its publication not yet started is canceled."""
     post = _locked_post(post_id)
     if post.channel.publishes_through_destination:
+        under_way = _publication_under_way(post.pk, [JobAction.PUBLISH, JobAction.UPDATE, JobAction.UNPUBLISH])
         jobs_cancel(
             post_id=post.pk, actions=[JobAction.PUBLISH, JobAction.UPDATE], reason="Canceled: the post was deleted."
         )
         published = post.publication_status == PublicationStatus.PUBLISHED
-        running = PublicationJob.objects.filter(post_id=post.pk, state=JobState.RUNNING).exists()
-        if published or running:
+        if published or under_way:
             _request(post, JobAction.UNPUBLISH)
     post.delete()
 

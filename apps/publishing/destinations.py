@@ -19,12 +19,14 @@ from typing import Protocol
 class PublishError(Exception):
     """A job's attempt did not go through. `message` is a sentence a user can act on; `permanent`
     errors (refused credentials, a missing branch, a bad template) fail the job at once, the others
-    are retried on the schedule."""
+    are retried on the schedule, not before `retry_after` seconds where the destination asked for a
+    pause (an HTTP Retry-After)."""
 
-    def __init__(self, message: str, *, permanent: bool = False) -> None:
+    def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.permanent = permanent
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,11 @@ class Document:
     published_at: datetime
     tags: list[str] = field(default_factory=list)
     description: str | None = None
+    teaser: str = ""
     # Set on updates: the time of the change (Hugo's `lastmod`).
     updated_at: datetime | None = None
+    # Where readers find the post's page on the account's blog, if it has one (a LinkedIn share links to it).
+    link: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,3 +1,4 @@
+import re
 from collections import namedtuple
 from collections.abc import Iterable
 
@@ -5,6 +6,8 @@ from django.db.models import Max
 from django.utils.html import format_html
 
 from apps.publishing.models import PublicationJob
+
+COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 # A post's publication as the API shows it: its latest job (blank texts as null).
 Publication = namedtuple("Publication", "id action state attempts last_error reference url updated_at")
@@ -34,6 +37,9 @@ def reference_link(job: PublicationJob) -> str:
     destination has a commit URL (HTML, for the Settings area's pages)."""
     if not job.reference:
         return "—"
+    if not COMMIT.fullmatch(job.reference):
+        # Another destination's reference (a LinkedIn post's URN): whole, linked to the post.
+        return format_html('<a href="{}">{}</a>', job.url, job.reference) if job.url else job.reference
     setup = getattr(job.channel, "git_destination", None)
     url = setup.commit_url(job.reference) if setup is not None else ""
     short = job.reference[:12]

@@ -207,15 +207,15 @@ def job_run(job: PublicationJob) -> PublicationJob | None:
     """Carry out a claimed job and record its outcome; return the job as recorded (None when its
     lease ran out first and another worker took it over)."""
     started = time.monotonic()
-    outcome, error, permanent = None, "", False
+    outcome, error, permanent, retry_after = None, "", False, None
     try:
         outcome = _carry_out(job)
     except PublishError as exc:
-        error, permanent = exc.message, exc.permanent
+        error, permanent, retry_after = exc.message, exc.permanent, exc.retry_after
     except Exception as exc:  # a destination's bug must not leave the job running forever
         logger.exception("publication job=%s failed unexpectedly", job.pk)
         error = f"Unexpected error ({type(exc).__name__}); the details are in the worker's log."
-    recorded = _record(job, outcome=outcome, error=error, permanent=permanent)
+    recorded = _record(job, outcome=outcome, error=error, permanent=permanent, retry_after=retry_after)
     logger.info(
         "publication job=%s channel=%s post=%s action=%s attempt=%d state=%s duration_ms=%d%s",
         job.pk, job.channel_id, job.post_id, job.action, job.attempts,
@@ -226,7 +226,9 @@ def job_run(job: PublicationJob) -> PublicationJob | None:
 
 
 @transaction.atomic
-def _record(job: PublicationJob, *, outcome: Outcome | None, error: str, permanent: bool) -> PublicationJob | None:
+def _record(
+    job: PublicationJob, *, outcome: Outcome | None, error: str, permanent: bool, retry_after: float | None = None
+) -> PublicationJob | None:
     # The lease is the lock: only its holder writes the outcome.
     current = PublicationJob.objects.select_for_update().filter(pk=job.pk, locked_until=job.locked_until).first()
     if current is None:
@@ -246,7 +248,9 @@ def _record(job: PublicationJob, *, outcome: Outcome | None, error: str, permane
         current.last_error = f"{error} Gave up after {attempts}."
     else:
         current.state = JobState.QUEUED
-        current.next_attempt_at = now + timedelta(seconds=settings.PUBLISH_RETRY_DELAYS[current.attempts - 1])
+        # The schedule's delay, or longer where the destination asked for a longer pause.
+        delay = max(settings.PUBLISH_RETRY_DELAYS[current.attempts - 1], retry_after or 0)
+        current.next_attempt_at = now + timedelta(seconds=delay)
         current.last_error = f"{error} It will be tried again at {current.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC."
     current.save()
     if current.state == JobState.SUCCEEDED:

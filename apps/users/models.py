@@ -80,6 +80,7 @@ ADMIN_AREA: dict[str, dict[str, frozenset[str]]] = {
         "webhooks.attempt": _VIEW,
         # Where a channel publishes, with its credentials: the account's admins only.
         "publishing_git.gitdestination": _ALL,
+        "publishing_linkedin.linkedinconnection": _ALL,
     },
     # Editors pick a post's channel, so they see channels and teams without changing them.
     Role.EDITOR: {**_CONTENT, "channels.channel": _VIEW, "channels.team": _VIEW},

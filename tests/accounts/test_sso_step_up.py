@@ -308,6 +308,7 @@ def test_every_admin_that_shows_secrets_or_grants_access_asks_for_the_password()
         "webhooks.webhookendpoint": step_up.StepUp.ALL_BUT_THE_LIST,
         "users.user": step_up.StepUp.ALL_BUT_THE_LIST,
         "publishing_git.gitdestination": step_up.StepUp.ALL_BUT_THE_LIST,
+        "publishing_linkedin.linkedinconnection": step_up.StepUp.ALL_BUT_THE_LIST,
     }
     holding_secrets = {
         model._meta.label_lower

@@ -9,7 +9,9 @@ from dulwich.object_store import iter_tree_contents
 from dulwich.repo import Repo
 
 from apps.publishing.git.services import GitSettings, git_destination_save
+from apps.publishing.linkedin.services import connection_save
 from tests.factories import ChannelFactory
+from tests.publishing.linkedin_fake import FakeLinkedIn
 
 
 @pytest.fixture(autouse=True)
@@ -76,3 +78,22 @@ def front_matter(content: bytes) -> tuple[dict, str]:
     assert text.startswith("---\n")
     end = text.index("\n---\n", 3)
     return yaml.safe_load(text[4:end]), text[end + 5 :]
+
+
+@pytest.fixture
+def linkedin(settings):
+    """A fake of LinkedIn's OAuth and REST endpoints (tests/publishing/linkedin_fake.py), with the
+    LINKEDIN_* settings pointing at it."""
+    with FakeLinkedIn() as fake:
+        settings.LINKEDIN_API_URL, settings.LINKEDIN_AUTH_URL = fake.url, fake.auth_url
+        settings.LINKEDIN_CLIENT_ID, settings.LINKEDIN_CLIENT_SECRET = fake.client_id, fake.client_secret
+        settings.LINKEDIN_API_VERSION = fake.version
+        yield fake
+
+
+@pytest.fixture
+def linkedin_channel(db, linkedin):
+    """A LinkedIn channel connected to the fake's member Ada Lovelace (abc123), posting as her."""
+    channel = ChannelFactory(platform="linkedin")
+    connection_save(channel=channel, token=linkedin.issue_token(), connected_by="tests")
+    return channel

@@ -487,13 +487,15 @@ def test_rescheduling_a_handed_over_post_whose_job_waits_for_its_retry_withdraws
     old_job.refresh_from_db()
     assert old_job.state == "failed" and old_job.last_error.startswith("Canceled")
     time_comes(old_job)
-    assert channel_run(channel.pk) == 0  # not published an hour early
-    assert status_of(post) == "scheduled"
+    # The attempt may have put the post up with its answer lost: an unpublish makes sure it is not.
+    assert channel_run(channel.pk) == 1
+    assert job_of(post, JobAction.UNPUBLISH).state == "succeeded"
+    assert status_of(post) == "scheduled"  # not published an hour early
 
     assert content_plan_run(now=later + timedelta(seconds=1)).handed_over == 1
     channel_run(channel.pk)
     assert status_of(post) == "published"
-    assert len(destination.calls) == 2
+    assert [call.action for call in destination.calls] == ["publish", "unpublish", "publish"]
 
 
 def test_a_due_post_whose_publish_now_job_waits_for_its_retry_gets_no_second_job_nor_counts_as_handed_over(
@@ -601,7 +603,9 @@ def test_a_git_channel_without_a_repository_fails_its_due_posts_for_good_saying_
     assert event["data"]["publication"]["last_error"] == GIT_KIND.missing
 
 
-def test_a_linkedin_channel_fails_its_due_posts_for_good_saying_no_linkedin_destination_is_installed():
+def test_a_channel_whose_destination_is_not_installed_fails_its_due_posts_for_good_saying_so(monkeypatch):
+    # As on a server without the LinkedIn destination's app.
+    monkeypatch.delitem(destinations._kinds, "linkedin")
     channel = ChannelFactory(platform="linkedin")
     post = scheduled(channel)
     assert content_plan_run().handed_over == 1

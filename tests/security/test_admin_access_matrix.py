@@ -22,7 +22,9 @@ from django.contrib.contenttypes.models import ContentType
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
+from apps.core import crypto
 from apps.core.scoping import account_path
+from apps.publishing.linkedin.models import LinkedInConnection
 from apps.users.models import Role, Status
 from apps.webhooks import services as webhook_services
 from apps.webhooks.models import Attempt, Delivery, Event
@@ -63,12 +65,15 @@ AREA = {
     "publishing.publicationjob": {"admin": "view change", "editor": "view change"},
     # Where a channel publishes, with its credentials: admins only.
     "publishing_git.gitdestination": {"admin": ALL, "editor": ""},
+    "publishing_linkedin.linkedinconnection": {"admin": ALL, "editor": ""},
 }
 # What no one may do, whatever their role: these records are written by the service only.
 NOBODY = {
     "accounts.ssotoken": "add change",
     "webhooks.delivery": "add change",
     "publishing.publicationjob": "add delete",
+    # Made by "Connect LinkedIn" (OAuth), never by a form.
+    "publishing_linkedin.linkedinconnection": "add",
 }
 WHO = ["operator", "admin_a", "editor_a", "viewer_a", "admin_b", "suspended_admin_a"]
 MISSING = "987654321"
@@ -121,6 +126,12 @@ def build_side(tag: str) -> Side:
     destination = GitDestinationFactory(
         channel=git_channel, repository_url=f"https://git.{tag.lower()}.example/site.git", token=f"{tag}-token-value"
     )
+    linkedin_channel = ChannelFactory(account=account, title=f"{tag} LinkedIn Channel", platform="linkedin")
+    connection = LinkedInConnection.objects.create(
+        channel=linkedin_channel, member_urn=f"urn:li:person:{tag}Member", member_name=f"{tag} Member Name",
+        access_token_encrypted=crypto.encrypt(f"{tag}-linkedin-access"),
+        refresh_token_encrypted=crypto.encrypt(f"{tag}-linkedin-refresh"),
+    )  # fmt: skip
     job = PublicationJobFactory(
         channel=git_channel, post_id=post.pk, title=f"{tag} Job Title", state="failed",
         last_error=f"{tag} error sentence",
@@ -139,12 +150,14 @@ def build_side(tag: str) -> Side:
         "webhooks.delivery": delivery,
         "publishing.publicationjob": job,
         "publishing_git.gitdestination": destination,
+        "publishing_linkedin.linkedinconnection": connection,
     }
     side.secrets = [
         account.name, member.email, member.name, *(u.email for u in users.values()), team.name, channel.title,
         label.name, post.title, post.slug, f"{tag.lower()}-picture.jpg", key.prefix, key.name, endpoint.url,
         endpoint.secret, str(delivery.pk), f"{tag} event body", git_channel.title, destination.repository_url,
-        f"{tag}-token-value", destination.token_encrypted, job.title, job.last_error,
+        f"{tag}-token-value", destination.token_encrypted, job.title, job.last_error, linkedin_channel.title,
+        connection.member_name, f"{tag}-linkedin-access", f"{tag}-linkedin-refresh", connection.access_token_encrypted,
     ]  # fmt: skip
     # Each side's admin has changed its own post: the admin log must keep that to their account.
     LogEntry.objects.create(

@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin
 
 from apps.channels.models import Platform
-from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin
+from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin, SetupLink, register_channel_setup
 from apps.core.errors import InvalidInput
 from apps.core.keep import KEEP
 from apps.core.step_up import StepUp
@@ -106,3 +106,16 @@ class GitDestinationAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
             channel=obj.channel, settings=form.git_settings(), token=token, ssh_key=ssh_key
         )
         obj.pk, obj._state.adding = saved.pk, False
+
+
+def describe(channel_id: int) -> SetupLink:
+    setup = GitDestination.objects.filter(channel_id=channel_id).only("pk", "repository_url", "branch").first()
+    if setup is None:
+        return SetupLink(
+            "Nowhere yet:", "publishing_git_gitdestination_add", "set up its repository", query=f"channel={channel_id}"
+        )
+    link_text = f"{setup.repository_url} ({setup.branch})"
+    return SetupLink("", "publishing_git_gitdestination_change", link_text, (setup.pk,))
+
+
+register_channel_setup("git", describe)

@@ -1,0 +1,279 @@
+"""Settings → Publishing: LinkedIn → LinkedIn connections: which LinkedIn account each LinkedIn
+channel posts with, and as whom (the member or a page they administer).
+
+A connection is made by "Connect LinkedIn" on the channel's page: OAuth 2.0's authorization code
+flow (Authlib), with a one-time `state` kept in the admin's session, so an answer LinkedIn sends to
+the callback is taken only from the session that asked for it, and only once. The tokens are
+write-only: no page shows them.
+"""
+
+import hmac
+import secrets
+import time
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from apps.channels.models import Channel, Platform
+from apps.core.admin import (
+    DomainErrorsAsMessages,
+    ObjectButton,
+    ObjectButtonsAdmin,
+    SetupLink,
+    page_url,
+    register_channel_setup,
+    scoped,
+)
+from apps.core.errors import DomainError, InvalidInput
+from apps.core.step_up import StepUp
+from apps.publishing.linkedin import client, services
+from apps.publishing.linkedin.destination import warning
+from apps.publishing.linkedin.models import LinkedInConnection
+
+SESSION_KEY = "linkedin.oauth"
+# An authorization started longer ago than this is refused at the callback (start again).
+STATE_TTL = 900
+# Authorizations a session may have under way at once (tabs); older ones are dropped.
+PENDING_LIMIT = 5
+
+
+class LinkedInConnectionForm(forms.ModelForm):
+    class Meta:
+        model = LinkedInConnection
+        fields = ("organization_urn",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        field = self.fields.get("organization_urn")
+        pages = [page for page in self.instance.organizations if isinstance(page, dict)] if self.instance.pk else []
+        if field is not None and pages:
+            # The pages LinkedIn said the member administers; without that list (no
+            # r_organization_admin) the page's URN is typed in.
+            member = self.instance.member_name or self.instance.member_urn
+            choices = [("", f"{member} (the member's own profile)")]
+            choices += [(page["urn"], f"{page.get('name') or page['urn']} ({page['urn']})") for page in pages]
+            self.fields["organization_urn"] = forms.ChoiceField(
+                label=field.label, choices=choices, required=False, help_text="Whom the channel's posts appear as."
+            )
+
+    def clean_organization_urn(self):
+        value = self.cleaned_data.get("organization_urn") or ""
+        try:
+            return services.organization_check(value, self.instance.organizations if self.instance.pk else [])
+        except InvalidInput as exc:
+            errors = (exc.details or {}).get("errors") or [{"message": exc.message}]
+            raise forms.ValidationError(errors[0]["message"]) from None
+
+
+@admin.register(LinkedInConnection)
+class LinkedInConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
+    form = LinkedInConnectionForm
+    change_form_template = "admin/publishing_linkedin/connection_change_form.html"
+    list_display = ("channel", "member_name", "posts_as", "access", "connected_at")
+    list_select_related = ("channel",)
+    search_fields = ("channel__title", "member_name")
+    readonly_fields = ("channel", "connected_as", "access", "connected_by", "connected_at", "redirect_url")
+    fieldsets = (
+        (None, {"fields": ("channel", "connected_as", "organization_urn")}),
+        ("Access (the tokens are stored encrypted and never shown)", {"fields": ("access", "connected_by",
+                                                                                 "connected_at")}),
+        ("LinkedIn app", {"fields": ("redirect_url",)}),
+    )  # fmt: skip
+    # Where a channel publishes, with its credentials: an SSO session confirms its password first.
+    step_up = StepUp.ALL_BUT_THE_LIST
+    object_buttons = (
+        ObjectButton(
+            "test-connection",
+            "Test connection",
+            lambda connection: services.connection_check(connection=connection),
+            "{result}",
+            permission="view",
+        ),
+    )
+
+    def has_add_permission(self, request):
+        return False  # a connection is made by "Connect LinkedIn" on the channel's page
+
+    # --- Columns and read-only fields ---
+
+    @admin.display(description="connected as")
+    def connected_as(self, obj: LinkedInConnection) -> str:
+        return f"{obj.member_name} ({obj.member_urn})" if obj.member_name else obj.member_urn
+
+    @admin.display(description="posts as")
+    def posts_as(self, obj: LinkedInConnection) -> str:
+        return obj.author_name
+
+    @admin.display(description="access")
+    def access(self, obj: LinkedInConnection) -> str:
+        problem = warning(obj)
+        if problem:
+            return format_html('<strong class="errornote">{}</strong>', problem)
+        until = f"until {obj.expires_at:%Y-%m-%d %H:%M} UTC" if obj.expires_at else "no expiry given"
+        renew = "; renewed by itself before then" if obj.can_refresh() else ""
+        return f"Granted {until}{renew}."
+
+    @admin.display(description="redirect URL to register with the LinkedIn app")
+    def redirect_url(self, obj=None) -> str:
+        return self.callback_url()
+
+    # --- Connect, callback, disconnect ---
+
+    def callback_url(self) -> str:
+        """The address LinkedIn sends the member back to: fixed (registered with the LinkedIn app),
+        so it is built from SITE_URL, not from the request."""
+        return f"{settings.SITE_URL}{reverse(self._admin_url('callback'), current_app=self.admin_site.name)}"
+
+    def _admin_url(self, page: str) -> str:
+        return f"admin:{self.opts.app_label}_{self.opts.model_name}_{page}"
+
+    def get_urls(self):
+        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        # Ahead of Django's own: its "<path:object_id>/" catch-all would take these URLs.
+        return [
+            path("connect/<int:channel_id>/", self.admin_site.admin_view(self.connect_view), name=f"{name}_connect"),
+            path("callback/", self.admin_site.admin_view(self.callback_view), name=f"{name}_callback"),
+            path(
+                "<path:object_id>/disconnect/",
+                self.admin_site.admin_view(self.disconnect_view),
+                name=f"{name}_disconnect",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _channel(self, request, channel_id) -> Channel:
+        """The LinkedIn channel an account admin of its own account may connect (operators do
+        not: the access is the account's)."""
+        if not self.has_change_permission(request) or request.user.account_id is None:
+            raise PermissionDenied
+        channel = scoped(request, Channel.objects.filter(platform=Platform.LINKEDIN)).filter(pk=channel_id).first()
+        if channel is None or channel.account_id != request.user.account_id:
+            raise Http404("No such LinkedIn channel.")
+        return channel
+
+    def _channel_page(self, channel_id: int) -> HttpResponseRedirect:
+        return HttpResponseRedirect(
+            reverse("admin:channels_channel_change", args=[channel_id], current_app=self.admin_site.name)
+        )
+
+    def connect_view(self, request, channel_id: int):
+        channel = self._channel(request, channel_id)
+        if not settings.LINKEDIN_CLIENT_ID or not settings.LINKEDIN_CLIENT_SECRET:
+            self.message_user(
+                request,
+                "LinkedIn is not set up on this server: the operator makes a LinkedIn app whose redirect URL is "
+                f"{self.callback_url()} and sets LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET (docs/publishing.md), "
+                "or connects the channel with `manage.py connect_linkedin`.",
+                messages.ERROR,
+            )
+            return self._channel_page(channel.pk)
+        state = secrets.token_urlsafe(32)
+        pending = request.session.get(SESSION_KEY)
+        pending = pending if isinstance(pending, dict) else {}
+        pending[state] = {"channel": channel.pk, "at": time.time()}
+        request.session[SESSION_KEY] = dict(list(pending.items())[-PENDING_LIMIT:])
+        return HttpResponseRedirect(client.authorization_url(redirect_uri=self.callback_url(), state=state))
+
+    def _take_state(self, request) -> dict | None:
+        """The authorization this answer belongs to, taken out of the session (used once)."""
+        given = request.GET.get("state", "")
+        pending = request.session.get(SESSION_KEY)
+        if not given or not isinstance(pending, dict):
+            return None
+        match = next((state for state in pending if hmac.compare_digest(state, given)), None)
+        if match is None:
+            return None
+        entry = pending.pop(match)
+        request.session[SESSION_KEY] = pending
+        if not isinstance(entry, dict) or time.time() - entry.get("at", 0) > STATE_TTL:
+            return None
+        return entry
+
+    def callback_view(self, request):
+        entry = self._take_state(request)
+        if entry is None:
+            self.message_user(
+                request,
+                "This answer from LinkedIn belongs to no connection started in this session (or was used already, or "
+                "is too old). Start again with “Connect LinkedIn” on the channel's page.",
+                messages.ERROR,
+            )
+            return HttpResponseRedirect(reverse("admin:channels_channel_changelist", current_app=self.admin_site.name))
+        channel = self._channel(request, entry.get("channel"))
+        error = request.GET.get("error")
+        code = request.GET.get("code", "")
+        if error or not code:
+            said = request.GET.get("error_description") or error or "no authorization code"
+            self.message_user(request, f"LinkedIn did not grant access: {said[:300]}.", messages.ERROR)
+            return self._channel_page(channel.pk)
+        try:
+            token = client.exchange_code(code=code, redirect_uri=self.callback_url())
+            connection = services.connection_save(
+                channel=channel, token=token, connected_by=f"{request.user.email} (Settings area)"
+            )
+        except client.ApiError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return self._channel_page(channel.pk)
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return self._channel_page(channel.pk)
+        self.message_user(
+            request,
+            f"LinkedIn connected: {connection.member_name or connection.member_urn}. Posts appear as "
+            f"{connection.author_name}; choose a page below to post as it instead.",
+            messages.SUCCESS,
+        )
+        return HttpResponseRedirect(page_url(self, "change", connection.pk))
+
+    def disconnect_view(self, request, object_id):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        connection = self.get_object(request, object_id)
+        if not self.has_delete_permission(request, connection):
+            raise PermissionDenied
+        if connection is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        services.connection_delete(connection=connection)
+        self.message_user(
+            request,
+            "LinkedIn disconnected: the channel's posts are not published until it is connected again. To end the "
+            "access on LinkedIn's side too, remove the app under LinkedIn's Settings → Data privacy.",
+            messages.SUCCESS,
+        )
+        return self._channel_page(connection.channel_id)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            if self.has_change_permission(request, obj) and request.user.account_id == obj.channel.account_id:
+                context["reconnect_url"] = reverse(
+                    self._admin_url("connect"), args=[obj.channel_id], current_app=self.admin_site.name
+                )
+            if self.has_delete_permission(request, obj):
+                context["disconnect_url"] = reverse(
+                    self._admin_url("disconnect"), args=[obj.pk], current_app=self.admin_site.name
+                )
+            context["linkedin_warning"] = warning(obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def save_model(self, request, obj, form, change):
+        saved = services.connection_author_set(connection=obj, organization=form.cleaned_data["organization_urn"])
+        obj.organization_urn = saved.organization_urn
+
+
+def describe(channel_id: int) -> SetupLink:
+    connection = LinkedInConnection.objects.filter(channel_id=channel_id).first()
+    if connection is None:
+        return SetupLink("Not connected:", "publishing_linkedin_linkedinconnection_connect", "Connect LinkedIn",
+                         (channel_id,))  # fmt: skip
+    return SetupLink(
+        "LinkedIn, posting as", "publishing_linkedin_linkedinconnection_change", connection.author_name,
+        (connection.pk,), warning=warning(connection),
+    )  # fmt: skip
+
+
+register_channel_setup("linkedin", describe)

@@ -1,0 +1,56 @@
+"""A post as the text of a LinkedIn post (the Posts API's `commentary`): its title, its teaser or
+else its body as plain text, the link to its page on the account's blog, and its tags as hashtags.
+
+The commentary is in LinkedIn's "little" text format, where `\\ | { } @ [ ] ( ) < > # * _ ~` are
+reserved: unescaped, LinkedIn reads them as mentions or templates, or cuts the post at the first
+one while answering that all went well. So every character of the post's own text is escaped; the
+link keeps no reserved character (they are percent-encoded, which names the same page), and the
+hashtags are the format's own `#word` elements.
+"""
+
+import re
+
+from apps.core.markdown import markdown_text
+from apps.publishing.destinations import Document, PublishError
+
+# LinkedIn's limit on a post's text, in characters (as sent: escapes count).
+LIMIT = 3000
+RESERVED = frozenset("\\|{}@[]()<>#*_~")
+HASHTAG = re.compile(r"[^\W_]+")
+
+
+def escape(text: str) -> str:
+    return "".join(f"\\{char}" if char in RESERVED else char for char in text)
+
+
+def link(url: str) -> str:
+    # By hand: quote() leaves `_` and `~` as they are (unreserved in URLs, reserved on LinkedIn).
+    return "".join(f"%{ord(char):02X}" if char in RESERVED else char for char in url)
+
+
+def hashtags(tags: list[str]) -> str:
+    """`#Word` for each tag that makes a word (letters and digits only: LinkedIn's hashtags)."""
+    words: dict[str, str] = {}
+    for tag in tags:
+        word = "".join(HASHTAG.findall(tag))
+        if word:
+            words.setdefault(word.casefold(), word)  # LinkedIn's hashtags ignore case: #Python is #python
+    return " ".join(f"#{word}" for word in words.values())
+
+
+def commentary(document: Document) -> str:
+    """The post's LinkedIn text; PublishError (permanent) when it is longer than LinkedIn takes,
+    before anything is sent."""
+    text = document.teaser.strip() or markdown_text(document.body, paragraphs=True)
+    parts = [escape(" ".join(document.title.split())), escape(text)]
+    if document.link:
+        parts.append(link(document.link))
+    parts.append(hashtags(document.tags))
+    result = "\n\n".join(part for part in parts if part)
+    if len(result) > LIMIT:
+        raise PublishError(
+            f"The post is too long for LinkedIn: its text would be {len(result):,} characters and LinkedIn takes at "
+            f"most {LIMIT:,}. Shorten it, or give it a teaser (a teaser is posted instead of the body).",
+            permanent=True,
+        )
+    return result

@@ -1,0 +1,96 @@
+import json
+import os
+import sys
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.channels.models import Channel
+from apps.core.errors import DomainError
+from apps.core.keep import KEEP
+from apps.publishing.linkedin.models import LinkedInConnection
+from apps.publishing.linkedin.services import connection_save
+
+
+def connection_data(connection: LinkedInConnection) -> dict:
+    """The connection as scripts see it: everything but the tokens (which are only said to be there)."""
+    return {
+        "channel_id": connection.channel_id,
+        "member_urn": connection.member_urn,
+        "member_name": connection.member_name,
+        "author": connection.author,
+        "organization_urn": connection.organization_urn or None,
+        "organizations": connection.organizations,
+        "expires_at": connection.expires_at.isoformat() if connection.expires_at else None,
+        "has_refresh_token": bool(connection.refresh_token_encrypted),
+        "needs_reconnect": connection.needs_reconnect,
+    }
+
+
+class Failure(Exception):
+    def __init__(self, code: str, message: str, details: dict | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.details = code, message, details
+
+
+class Command(BaseCommand):
+    help = (
+        "Connect a LinkedIn channel with an access token made in LinkedIn's developer portal (Token generator), "
+        "read from an environment variable. The token is stored encrypted and never printed."
+    )
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        if "--json" in sys.argv:
+            # Usage errors too are JSON on stderr for scripts that asked for JSON.
+            def error(message):
+                sys.stderr.write(json.dumps({"error": {"code": "usage", "message": message}}) + "\n")
+                sys.exit(2)
+
+            parser.error = error
+        return parser
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("channel_id", type=int)
+        parser.add_argument("--token-env", metavar="VAR", required=True, help="the environment variable holding it")
+        parser.add_argument(
+            "--organization", metavar="URN", default=None,
+            help="post as this page (urn:li:organization:…) the member administers; '' posts as the member",
+        )  # fmt: skip
+        parser.add_argument("--json", action="store_true", help="print the connection as JSON (errors on stderr)")
+
+    def handle(self, *args, **options):
+        try:
+            connection = self._connect(options)
+        except Failure as failure:
+            if options["json"]:
+                error = {"code": failure.code, "message": failure.message}
+                if failure.details:
+                    error["details"] = failure.details
+                sys.stderr.write(json.dumps({"error": error}) + "\n")
+                sys.exit(1)
+            raise CommandError(failure.message) from None
+        if options["json"]:
+            self.stdout.write(json.dumps(connection_data(connection)))
+        else:
+            self.stdout.write(
+                f"Channel {connection.channel_id} posts to LinkedIn as {connection.author_name} "
+                f"(access of {connection.member_name or connection.member_urn}"
+                + (f", until {connection.expires_at:%Y-%m-%d %H:%M} UTC)." if connection.expires_at else ").")
+            )
+
+    def _connect(self, options) -> LinkedInConnection:
+        channel = Channel.objects.filter(pk=options["channel_id"]).first()
+        if channel is None:
+            raise Failure("not_found", f"No channel with id {options['channel_id']}.")
+        token = os.environ.get(options["token_env"], "").strip()
+        if not token:
+            raise Failure("missing_token", f"The environment variable {options['token_env']} is not set or empty.")
+        organization = KEEP if options["organization"] is None else options["organization"]
+        try:
+            # A portal token comes without its lifetime: its end is not known here (a 401 then says so).
+            return connection_save(
+                channel=channel, token={"access_token": token},
+                connected_by="manage.py connect_linkedin", organization=organization,
+            )  # fmt: skip
+        except DomainError as exc:
+            raise Failure(exc.code, exc.message, exc.details) from None

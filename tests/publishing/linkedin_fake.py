@@ -1,0 +1,675 @@
+"""A local fake of LinkedIn's OAuth 2.0 endpoints and the REST endpoints the LinkedIn destination
+uses (userinfo, organizationAcls, organizations, posts), on 127.0.0.1 in a daemon thread. It checks
+every header and body field the real API requires and answers as LinkedIn does, so a client that
+passes here sends what LinkedIn takes. Failures can be injected: error answers, slow answers, and a
+post made whose answer never arrives."""
+
+import base64
+import binascii
+import contextlib
+import itertools
+import json
+import re
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode
+
+import pytest
+from requests.structures import CaseInsensitiveDict
+
+DEFAULT_SCOPE = "openid profile email w_member_social w_organization_social r_organization_admin"
+KNOWN_SCOPES = set(DEFAULT_SCOPE.split()) | {"rw_organization_admin", "r_organization_social"}
+MAIN_FEED = {"feedDistribution": "MAIN_FEED", "targetEntities": [], "thirdPartyDistributionChannels": []}
+REQUIRED_POST_FIELDS = ("author", "commentary", "visibility", "distribution", "lifecycleState")
+_OPTIONAL_POST_FIELDS = ("isReshareDisabledByAuthor", "content", "contentLandingPage", "contentCallToActionLabel")
+POST_FIELDS = {*REQUIRED_POST_FIELDS, *_OPTIONAL_POST_FIELDS, "container", "reshareContext"}
+COMMENTARY_LIMIT = 3000
+# Little Text Format: these characters mean markup unless escaped with a backslash; LinkedIn quietly
+# cuts a post short at an unescaped one, which the fake turns into a 422 so a test notices. The
+# elements it reads: a mention, a hashtag template, and a plain #word (letters and digits).
+RESERVED = set("|{}@[]()<>#\\*_~")
+_TEMPLATE = re.compile(r"@\[[^\]]*\]\(urn:li:(?:person|organization):[^)]+\)|\{hashtag\|\\#\|[^}]*\}|#[^\W_]+")
+_DROP = object()  # a route's answer meaning: close the connection and answer nothing
+
+
+def little_text(commentary: str) -> str:
+    """The text LinkedIn shows for `commentary`: escapes undone, templates kept as written. Raises
+    ValueError at an unescaped reserved character."""
+    shown, i = [], 0
+    while i < len(commentary):
+        if template := _TEMPLATE.match(commentary, i):
+            shown.append(template.group())
+            i = template.end()
+        elif commentary[i] == "\\" and i + 1 < len(commentary):
+            shown.append(commentary[i + 1])
+            i += 2
+        elif commentary[i] in RESERVED:
+            raise ValueError(f"unescaped reserved character {commentary[i]!r} at position {i}")
+        else:
+            shown.append(commentary[i])
+            i += 1
+    return "".join(shown)
+
+
+@dataclass
+class Request:
+    method: str
+    path: str  # as sent, still percent-encoded
+    query: dict[str, str]
+    headers: CaseInsensitiveDict
+    body: Any  # the JSON value, the form as a dict, the text, or None
+    raw_query: str = ""
+
+
+@dataclass
+class _Token:
+    sub: str
+    scope: str
+    expires_at: float
+    revoked: bool = False
+
+
+@dataclass
+class _Rule:
+    method: str | None
+    path: str | None
+    times: int | None
+    status: int = 0
+    message: str | None = None
+    headers: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    after_processing: bool = False
+
+    def matches(self, request: Request) -> bool:
+        return (self.method is None or self.method == request.method) and (
+            self.path is None or request.path.startswith(self.path)
+        )
+
+
+def _json(status: int, value, headers=()) -> tuple:
+    return status, [("Content-Type", "application/json"), *headers], json.dumps(value).encode()
+
+
+def _error(status: int, message: str, code: str | None = None, **extra) -> tuple:
+    return _json(status, {"status": status, **extra, **({"code": code} if code else {}), "message": message})
+
+
+def _oauth_error(status: int, error: str, description: str) -> tuple:
+    return _json(status, {"error": error, "error_description": description})
+
+
+def _page(status: int, text: str) -> tuple:
+    return status, [("Content-Type", "text/html; charset=utf-8")], f"<html><body><p>{text}</p></body></html>".encode()
+
+
+def _empty(status: int, headers=()) -> tuple:
+    return status, list(headers), b""
+
+
+def _unprocessable(message: str) -> tuple:
+    return _error(422, message, "UNPROCESSABLE_ENTITY")
+
+
+INVALID_TOKEN = dict(serviceErrorCode=65600, code="INVALID_ACCESS_TOKEN", message="Invalid access token")
+REVOKED_TOKEN = dict(
+    serviceErrorCode=65601,
+    code="REVOKED_ACCESS_TOKEN",
+    message="The token used in the request has been revoked by the user",
+)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as requests' sessions use it
+    timeout = 60  # an idle kept-alive connection ends its thread by itself
+
+    def log_message(self, format, *args):
+        pass  # the test output stays readable
+
+    def do_GET(self):
+        self.server.fake._handle(self)
+
+    do_POST = do_DELETE = do_PUT = do_PATCH = do_GET
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class FakeLinkedIn:
+    """LinkedIn at `.url` (REST, userinfo) and `.auth_url` (OAuth). State is public for tests to read and
+    arrange: `members`, `organizations` (sub -> URNs administered), `organization_names`, `posts`,
+    `deleted_posts`, `requests` (every request, as a Request), `token_requests` (each token form)."""
+
+    def __init__(self, version: str = "202610", client_id: str = "test-client", client_secret: str = "test-secret"):  # noqa: S107
+        self.version, self.client_id, self.client_secret = version, client_id, client_secret
+        self.members = {
+            "abc123": {
+                "sub": "abc123",
+                "name": "Ada Lovelace",
+                "given_name": "Ada",
+                "family_name": "Lovelace",
+                "email": "ada@example.com",
+            }
+        }
+        self.organizations = {"abc123": ["urn:li:organization:2414183"]}
+        self.organization_names = {"urn:li:organization:2414183": "Devtestco"}
+        self.authorizing_sub = "abc123"
+        self.deny_next_authorization = False
+        self.give_refresh_tokens = True
+        self.redirect_uris: list[str] | None = None  # None: any redirect URI is registered
+        self.requests: list[Request] = []
+        self.token_requests: list[dict] = []
+        self.posts: dict[str, dict] = {}
+        self.deleted_posts: dict[str, dict] = {}
+        self._lock = threading.RLock()
+        self._stopping = threading.Event()
+        self._codes: dict[str, dict] = {}
+        self._tokens: dict[str, _Token] = {}
+        self._refresh_tokens: dict[str, _Token] = {}
+        self._failures: list[_Rule] = []
+        self._hangs: list[_Rule] = []
+        self._drops = 0
+        self._next_post = 7000000000000000001
+        self._touched: dict[str, int] = {}  # urn -> order of the last change, for the finder's sort
+        self._changes = itertools.count(1)
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)  # quick stop()
+
+    # -- life cycle ---------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    @property
+    def auth_url(self) -> str:
+        return self.url + "/oauth/v2"
+
+    def start(self) -> "FakeLinkedIn":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes sleeping requests, which then end without an answer
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> "FakeLinkedIn":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- test controls ------------------------------------------------------------------------------
+    def issue_token(
+        self, sub: str = "abc123", expires_in: int = 5184000, refresh: bool = True, scope: str = DEFAULT_SCOPE
+    ) -> dict:
+        """A token response as after a consent, for tests that skip the browser flow."""
+        with self._lock:
+            if sub not in self.members:
+                raise ValueError(f"no member {sub!r} in the fake")
+            return self._token_response(sub, scope, expires_in, refresh)
+
+    def revoke(self, access_token: str) -> None:
+        with self._lock:
+            self._tokens[access_token].revoked = True
+
+    def expire(self, access_token: str) -> None:
+        with self._lock:
+            self._tokens[access_token].expires_at = 0
+
+    def fail_next(
+        self,
+        status: int,
+        *,
+        method: str | None = "POST",
+        path: str | None = "/rest/posts",
+        times: int = 1,
+        message: str | None = None,
+        headers: dict | None = None,
+    ) -> None:
+        """The next `times` requests whose method is `method` and whose path starts with `path` (None: any)
+        get `status` with LinkedIn's error body, before any other check."""
+        with self._lock:
+            self._failures.append(_Rule(method, path, times, status=status, message=message, headers=headers or {}))
+
+    def hang(
+        self,
+        seconds: float,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        times: int | None = None,
+        after_processing: bool = False,
+    ) -> None:
+        """Matching requests (path prefix; `times` of them, None: all) wait `seconds` before they are carried
+        out, or with `after_processing` after they are carried out and before the answer. A request still
+        waiting when the fake stops ends without an answer (and, if not yet carried out, without effect)."""
+        with self._lock:
+            self._hangs.append(_Rule(method, path, times, seconds=seconds, after_processing=after_processing))
+
+    def drop_after_create(self, times: int = 1) -> None:
+        """The next `times` successful POST /rest/posts store the post, then close the connection unanswered."""
+        with self._lock:
+            self._drops += times
+
+    def calls(self, method: str | None = None, path_prefix: str = "") -> list[Request]:
+        with self._lock:
+            return [
+                r for r in self.requests if (method is None or r.method == method) and r.path.startswith(path_prefix)
+            ]
+
+    # -- serving ------------------------------------------------------------------------------------
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        path, _, raw_query = handler.path.partition("?")
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        headers = CaseInsensitiveDict(handler.headers.items())
+        request = Request(
+            handler.command,
+            path,
+            dict(parse_qsl(raw_query, keep_blank_values=True)),
+            headers,
+            _parse_body(headers.get("Content-Type", ""), raw),
+            raw_query,
+        )
+        with self._lock:
+            self.requests.append(request)
+            failure, hang = _take(self._failures, request), _take(self._hangs, request)
+        if hang and not hang.after_processing and self._stopping.wait(hang.seconds):
+            return _drop(handler)
+        if failure:
+            answer = self._injected(failure)
+        else:
+            with self._lock:
+                answer = self._route(request)
+        if hang and hang.after_processing and self._stopping.wait(hang.seconds):
+            return _drop(handler)
+        if answer is _DROP:
+            return _drop(handler)
+        status, answer_headers, body = answer
+        try:
+            handler.send_response(status)
+            for name, value in answer_headers:
+                handler.send_header(name, value)
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+        except OSError:
+            handler.close_connection = True  # the client gave up waiting
+
+    def _injected(self, rule: _Rule) -> tuple:
+        extra = INVALID_TOKEN if rule.status == 401 else {}
+        if rule.status == 426:
+            extra = {"code": "NONEXISTENT_VERSION", "message": f"Requested version {self.version} is not active"}
+        body = {"status": rule.status, **extra}
+        if rule.message or "message" not in body:
+            body["message"] = rule.message or HTTPStatus(rule.status).phrase
+        return _json(rule.status, body, list(rule.headers.items()))
+
+    def _route(self, r: Request):
+        routes = {
+            "/oauth/v2/authorization": ("GET", self._authorization),
+            "/oauth/v2/accessToken": ("POST", self._access_token),
+            "/v2/userinfo": ("GET", self._userinfo),
+        }
+        if r.path in routes:
+            method, view = routes[r.path]
+            return view(r) if r.method == method else _error(405, f"{r.method} is not allowed here")
+        if not r.path.startswith("/rest/"):
+            return _error(404, f"No resource at {r.path}", "NOT_FOUND")
+        if "LinkedIn-Version" not in r.headers:
+            return _error(
+                400,
+                "A version must be present. Please specify a version by adding the LinkedIn-Version header.",
+                "VERSION_MISSING",
+            )
+        if r.headers["LinkedIn-Version"] != self.version:
+            return _error(
+                426, f"Requested version {r.headers['LinkedIn-Version']} is not active", "NONEXISTENT_VERSION"
+            )
+        if r.headers.get("X-Restli-Protocol-Version") != "2.0.0":
+            return _error(400, "X-Restli-Protocol-Version: 2.0.0 is required", "ILLEGAL_ARGUMENT")
+        token = self._bearer(r)
+        if not isinstance(token, _Token):
+            return token
+        if r.path == "/rest/organizationAcls" and r.method == "GET":
+            return self._acls(r, token)
+        if (found := re.fullmatch(r"/rest/organizations/(\d+)", r.path)) and r.method == "GET":
+            return self._organization(found.group(1))
+        if r.path == "/rest/posts":
+            return {"POST": self._create_post, "GET": self._find_posts}.get(r.method, _not_allowed)(r, token)
+        if r.path.startswith("/rest/posts/") and r.method in ("POST", "DELETE"):
+            segment = r.path.removeprefix("/rest/posts/")
+            if ":" in segment:
+                return _error(400, f"The URN in the path must be URL-encoded: {segment}", "ILLEGAL_ARGUMENT")
+            view = self._update_post if r.method == "POST" else self._delete_post
+            return view(r, token, unquote(segment))
+        return _error(404, f"No resource at {r.method} {r.path}", "NOT_FOUND")
+
+    # -- OAuth --------------------------------------------------------------------------------------
+    def _authorization(self, r: Request):
+        q = r.query
+        if q.get("response_type") != "code":
+            return _page(400, "response_type must be code")
+        if q.get("client_id") != self.client_id:
+            return _page(400, "The passed in client_id is invalid")
+        redirect_uri, state = q.get("redirect_uri"), q.get("state")
+        if not redirect_uri or (self.redirect_uris is not None and redirect_uri not in self.redirect_uris):
+            return _page(400, "The redirect_uri does not match the registered value")
+        if not state:
+            return _page(400, "state is required")
+        scopes = q.get("scope", "").split(" ")
+        if "w_member_social" not in scopes:
+            return _page(400, "scope must contain w_member_social (space separated)")
+        if unknown := [s for s in scopes if s not in KNOWN_SCOPES]:
+            return _redirect(
+                redirect_uri,
+                error="unauthorized_scope_error",
+                state=state,
+                error_description=f'Scope "{unknown[0]}" is not authorized for your application',
+            )
+        if self.deny_next_authorization:
+            self.deny_next_authorization = False
+            return _redirect(
+                redirect_uri,
+                error="user_cancelled_authorize",
+                state=state,
+                error_description="The user cancelled the authorization",
+            )
+        code = "AQT" + secrets.token_urlsafe(24)
+        self._codes[code] = {"redirect_uri": redirect_uri, "sub": self.authorizing_sub, "scope": " ".join(scopes)}
+        return _redirect(redirect_uri, code=code, state=state)
+
+    def _access_token(self, r: Request):
+        form = r.body if isinstance(r.body, dict) else {}
+        self.token_requests.append(dict(form))
+        if not r.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded"):
+            return _oauth_error(400, "invalid_request", "The request must be application/x-www-form-urlencoded")
+        client_id, secret = _basic(r.headers) or (form.get("client_id"), form.get("client_secret"))
+        if client_id != self.client_id or secret != self.client_secret:
+            return _oauth_error(401, "invalid_client", "Client authentication failed")
+        if form.get("grant_type") == "authorization_code":
+            grant = self._codes.pop(form.get("code", ""), None)  # a code is gone once presented
+            if grant is None:
+                return _oauth_error(
+                    400, "invalid_request", "Unable to retrieve access token: authorization code not found"
+                )
+            if form.get("redirect_uri") != grant["redirect_uri"]:
+                return _oauth_error(
+                    400,
+                    "invalid_request",
+                    "Unable to retrieve access token: appid/redirect uri/code "
+                    "verifier does not match authorization code. Or authorization code expired.",
+                )
+            return _json(
+                200,
+                self._token_response(grant["sub"], grant["scope"], 5184000, self.give_refresh_tokens),
+                [("Cache-Control", "no-store")],
+            )
+        if form.get("grant_type") == "refresh_token":
+            refresh = self._refresh_tokens.get(form.get("refresh_token", ""))
+            if refresh is None or refresh.revoked or refresh.expires_at <= time.time():
+                return _oauth_error(400, "invalid_request", "The provided refresh token is invalid")
+            answer = self._token_response(refresh.sub, refresh.scope, 5184000, refresh=False)
+            answer["refresh_token"] = form["refresh_token"]
+            answer["refresh_token_expires_in"] = int(refresh.expires_at - time.time())
+            return _json(200, answer, [("Cache-Control", "no-store")])
+        return _oauth_error(400, "unsupported_grant_type", f"grant_type {form.get('grant_type')!r} is not supported")
+
+    def _token_response(self, sub: str, scope: str, expires_in: int, refresh: bool) -> dict:
+        access = "AQV" + secrets.token_urlsafe(32)
+        self._tokens[access] = _Token(sub, scope, time.time() + expires_in)
+        # LinkedIn names the granted scopes comma separated in its answer (requested: space separated).
+        answer = {"access_token": access, "expires_in": expires_in, "scope": ",".join(sorted(scope.split()))}
+        if refresh:
+            answer["refresh_token"] = "AQX" + secrets.token_urlsafe(32)
+            answer["refresh_token_expires_in"] = 31536000
+            self._refresh_tokens[answer["refresh_token"]] = _Token(sub, scope, time.time() + 31536000)
+        return answer
+
+    def _bearer(self, r: Request):
+        scheme, _, value = r.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not value:
+            return _error(401, "Empty oauth2 access token", "EMPTY_ACCESS_TOKEN", serviceErrorCode=65604)
+        token = self._tokens.get(value)
+        if token is not None and token.revoked:
+            return _json(401, {"status": 401, **REVOKED_TOKEN})
+        if token is None or token.expires_at <= time.time():
+            return _json(401, {"status": 401, **INVALID_TOKEN})
+        return token
+
+    # -- REST ---------------------------------------------------------------------------------------
+    def _userinfo(self, r: Request):
+        token = self._bearer(r)
+        if not isinstance(token, _Token):
+            return token
+        if not {"openid", "profile"} <= set(token.scope.split()):
+            return _error(403, "Not enough permissions to access: userinfo.GET.NO_VERSION", "ACCESS_DENIED")
+        member = dict(self.members[token.sub])
+        if "email" in token.scope.split():
+            member["email_verified"] = True
+        else:
+            member.pop("email", None)
+        return _json(200, {**member, "locale": {"country": "US", "language": "en"}})
+
+    def _acls(self, r: Request, token: _Token):
+        if r.query.get("q") != "roleAssignee":
+            return _error(400, "q=roleAssignee is the finder this fake knows", "ILLEGAL_ARGUMENT")
+        elements = [
+            {
+                "organization": urn,
+                "role": "ADMINISTRATOR",
+                "state": "APPROVED",
+                "roleAssignee": f"urn:li:person:{token.sub}",
+            }
+            for urn in self.organizations.get(token.sub, [])
+        ]
+        elements = [e for e in elements if r.query.get("role", e["role"]) == e["role"]]
+        elements = [e for e in elements if r.query.get("state", e["state"]) == e["state"]]
+        return _json(200, {"elements": elements, "paging": {"start": 0, "count": 10, "links": []}})
+
+    def _organization(self, organization_id: str):
+        name = self.organization_names.get(f"urn:li:organization:{organization_id}")
+        if name is None:
+            return _error(404, f"Organization {organization_id} not found", "NOT_FOUND")
+        vanity = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+        return _json(200, {"id": int(organization_id), "localizedName": name, "vanityName": vanity})
+
+    def _authors(self, token: _Token) -> list[str]:
+        return [f"urn:li:person:{token.sub}", *self.organizations.get(token.sub, [])]
+
+    def _create_post(self, r: Request, token: _Token):
+        if not r.headers.get("Content-Type", "").startswith("application/json"):
+            return _error(415, "Content-Type must be application/json")
+        body = r.body
+        if not isinstance(body, dict):
+            return _error(400, "The request body must be a JSON object", "ILLEGAL_ARGUMENT")
+        if unknown := sorted(set(body) - POST_FIELDS):
+            return _unprocessable(f"/{unknown[0]} :: unrecognized field found but not allowed")
+        if missing := [name for name in REQUIRED_POST_FIELDS if name not in body]:
+            return _unprocessable(f"/{missing[0]} :: field is required but not found and has no default value")
+        problem = _commentary_problem(body["commentary"])
+        if problem is None and body["visibility"] != "PUBLIC":
+            problem = f'/visibility :: {json.dumps(body["visibility"])} must be "PUBLIC"'
+        if problem is None and body["distribution"] != MAIN_FEED:
+            problem = f"/distribution :: must be {json.dumps(MAIN_FEED)}"
+        if problem is None and body["lifecycleState"] != "PUBLISHED":
+            problem = f'/lifecycleState :: {json.dumps(body["lifecycleState"])} must be "PUBLISHED"'
+        if problem is None and not isinstance(body.get("isReshareDisabledByAuthor", False), bool):
+            problem = "/isReshareDisabledByAuthor :: not a boolean"
+        if problem is None and "content" in body:
+            problem = _content_problem(body["content"])
+        if problem:
+            return _unprocessable(problem)
+        denied = self._denied(token, body["author"], "create post as author")
+        if denied:
+            return denied
+        urn = f"urn:li:share:{self._next_post}"
+        self._next_post += 1
+        now = int(time.time() * 1000)
+        self.posts[urn] = {
+            "id": urn,
+            "author": body["author"],
+            "commentary": body["commentary"],
+            "visibility": "PUBLIC",
+            "lifecycleState": "PUBLISHED",
+            "createdAt": now,
+            "lastModifiedAt": now,
+            "publishedAt": now,
+            "distribution": body["distribution"],
+            "isReshareDisabledByAuthor": body.get("isReshareDisabledByAuthor", False),
+            **({"content": body["content"]} if "content" in body else {}),
+        }
+        self._touch(urn)
+        if self._drops:
+            self._drops -= 1
+            return _DROP
+        return _empty(201, [("x-restli-id", urn), ("x-linkedin-id", urn)])
+
+    def _denied(self, token: _Token, author, action: str):
+        if author not in self._authors(token):
+            return _error(403, f"Not enough permissions to {action} {author}", "ACCESS_DENIED")
+        needed = "w_organization_social" if str(author).startswith("urn:li:organization:") else "w_member_social"
+        if needed not in token.scope.split():
+            return _error(
+                403, f"Not enough permissions to {action} {author}: the token lacks {needed}", "ACCESS_DENIED"
+            )
+        return None
+
+    def _update_post(self, r: Request, token: _Token, urn: str):
+        if r.headers.get("X-RestLi-Method", "").upper() != "PARTIAL_UPDATE":
+            return _error(400, "A POST to a post needs X-RestLi-Method: PARTIAL_UPDATE", "ILLEGAL_ARGUMENT")
+        if urn not in self.posts:
+            return _error(404, f"Post {urn} not found", "NOT_FOUND")
+        body = r.body
+        if not isinstance(body, dict) or set(body) != {"patch"} or not isinstance(body["patch"], dict):
+            return _error(400, 'The body must be {"patch": {"$set": {...}}}', "ILLEGAL_ARGUMENT")
+        changes = body["patch"].get("$set", {})
+        if set(body["patch"]) - {"$set"} or not isinstance(changes, dict) or set(changes) - {"commentary"}:
+            return _unprocessable("/patch :: only $set of commentary is supported")
+        if "commentary" in changes and (problem := _commentary_problem(changes["commentary"])):
+            return _unprocessable(problem)
+        if denied := self._denied(token, self.posts[urn]["author"], "update post of author"):
+            return denied
+        self.posts[urn].update(changes, lastModifiedAt=int(time.time() * 1000))
+        self._touch(urn)
+        return _empty(204)
+
+    def _delete_post(self, r: Request, token: _Token, urn: str):
+        if urn not in self.posts:
+            return _error(404, f"Post {urn} not found", "NOT_FOUND")
+        if denied := self._denied(token, self.posts[urn]["author"], "delete post of author"):
+            return denied
+        self.deleted_posts[urn] = self.posts.pop(urn)
+        return _empty(204)
+
+    def _find_posts(self, r: Request, token: _Token):
+        if r.headers.get("X-RestLi-Method", "FINDER").upper() != "FINDER" or r.query.get("q") != "author":
+            return _error(400, "GET /rest/posts is the author finder: q=author", "ILLEGAL_ARGUMENT")
+        author = r.query.get("author")
+        if not author:
+            return _error(400, "author is required", "ILLEGAL_ARGUMENT")
+        if any(k == "author" and ":" in v for k, _, v in (p.partition("=") for p in r.raw_query.split("&"))):
+            return _error(400, f"The URN in the query must be URL-encoded: {author}", "ILLEGAL_ARGUMENT")
+        try:
+            count, start = min(int(r.query.get("count", 10)), 100), int(r.query.get("start", 0))
+        except ValueError:
+            return _error(400, "count and start must be integers", "ILLEGAL_ARGUMENT")
+        if (sort := r.query.get("sortBy", "LAST_MODIFIED")) not in ("LAST_MODIFIED", "CREATED"):
+            return _error(400, f"sortBy {sort} is not one of LAST_MODIFIED, CREATED", "ILLEGAL_ARGUMENT")
+        if author not in self._authors(token):
+            return _error(403, f"Not enough permissions to read posts of author {author}", "ACCESS_DENIED")
+        key = self._touched.get if sort == "LAST_MODIFIED" else (lambda urn: int(urn.rsplit(":", 1)[1]))
+        mine = sorted((urn for urn, post in self.posts.items() if post["author"] == author), key=key, reverse=True)
+        elements = [dict(self.posts[urn]) for urn in mine[start : start + count]]
+        return _json(200, {"elements": elements, "paging": {"start": start, "count": count, "links": []}})
+
+    def _touch(self, urn: str) -> None:
+        self._touched[urn] = next(self._changes)
+
+
+def _not_allowed(r: Request, _token) -> tuple:
+    return _error(405, f"{r.method} is not allowed on {r.path}")
+
+
+def _commentary_problem(commentary) -> str | None:
+    if not isinstance(commentary, str) or not commentary:
+        return "/commentary :: must be a non-empty string"
+    if len(commentary) > COMMENTARY_LIMIT:
+        return f"/commentary :: length {len(commentary)} exceeds the maximum of {COMMENTARY_LIMIT} characters"
+    try:
+        little_text(commentary)
+    except ValueError as error:
+        return f"/commentary :: {error} (Little Text Format)"
+    return None
+
+
+def _content_problem(content) -> str | None:
+    article = content.get("article") if isinstance(content, dict) and set(content) == {"article"} else None
+    if not isinstance(article, dict):
+        return "/content :: the fake takes an article only: {'article': {'source': ..., 'title': ...}}"
+    if not str(article.get("source", "")).startswith(("http://", "https://")) or not article.get("title"):
+        return "/content/article :: source (a URL) and title are required"
+    return None
+
+
+def _parse_body(content_type: str, raw: bytes):
+    if not raw:
+        return None
+    text = raw.decode("utf-8", "replace")
+    if content_type.startswith("application/json"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    if content_type.startswith("application/x-www-form-urlencoded"):
+        return dict(parse_qsl(text, keep_blank_values=True))
+    return text
+
+
+def _basic(headers) -> tuple[str, str] | None:
+    scheme, _, value = headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        user, _, password = base64.b64decode(value, validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return unquote(user), unquote(password)
+
+
+def _redirect(redirect_uri: str, **params) -> tuple:
+    location = redirect_uri + ("&" if "?" in redirect_uri else "?") + urlencode(params)
+    return _empty(302, [("Location", location)])
+
+
+def _take(rules: list[_Rule], request: Request) -> _Rule | None:
+    for rule in rules:
+        if rule.matches(request):
+            if rule.times is not None:
+                rule.times -= 1
+                if rule.times <= 0:
+                    rules.remove(rule)
+            return rule
+    return None
+
+
+def _drop(handler: BaseHTTPRequestHandler) -> None:
+    handler.close_connection = True
+    with contextlib.suppress(OSError):
+        handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+@pytest.fixture
+def linkedin():
+    """A started FakeLinkedIn; point settings.LINKEDIN_API_URL / LINKEDIN_AUTH_URL at .url / .auth_url."""
+    with FakeLinkedIn() as fake:
+        yield fake
