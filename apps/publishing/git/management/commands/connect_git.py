@@ -1,11 +1,10 @@
-import json
 import os
-import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandParser
 
 from apps.channels.models import Channel
+from apps.core.commands import Failure, JsonCommand
 from apps.core.errors import DomainError
 from apps.core.keep import KEEP
 from apps.publishing.git.models import DEFAULT_PATH_TEMPLATE, GitDestination
@@ -31,30 +30,14 @@ def destination_data(destination: GitDestination) -> dict:
     }
 
 
-class Failure(Exception):
-    def __init__(self, code: str, message: str, details: dict | None = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.details = code, message, details
-
-
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = (
         "Set a git channel up to commit its posts to a repository (token from an environment variable, or an "
         "SSH deploy key with the host's known_hosts lines). Secrets are stored encrypted and never printed."
     )
+    json_help = "print the destination as JSON (errors on stderr)"
 
-    def create_parser(self, prog_name, subcommand, **kwargs):
-        parser = super().create_parser(prog_name, subcommand, **kwargs)
-        if "--json" in sys.argv:
-            # Usage errors too are JSON on stderr for scripts that asked for JSON.
-            def error(message):
-                sys.stderr.write(json.dumps({"error": {"code": "usage", "message": message}}) + "\n")
-                sys.exit(2)
-
-            parser.error = error
-        return parser
-
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_command_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("channel_id", type=int)
         parser.add_argument("--url", required=True, help="https://..., ssh://... or git@host:path")
         # Left out on a second run, what is set up stays (defaults: main, content/posts/{slug}.md).
@@ -67,28 +50,17 @@ class Command(BaseCommand):
         credentials.add_argument("--token-env", metavar="VAR", help="the environment variable holding the token")
         credentials.add_argument("--ssh-key-file", metavar="F", help="a file holding the SSH private key")
         parser.add_argument("--known-hosts-file", metavar="F", help="known_hosts lines of the ssh host")
-        parser.add_argument("--json", action="store_true", help="print the destination as JSON (errors on stderr)")
 
-    def handle(self, *args, **options):
-        try:
-            destination = self._connect(options)
-        except Failure as failure:
-            if options["json"]:
-                error = {"code": failure.code, "message": failure.message}
-                if failure.details:
-                    error["details"] = failure.details
-                sys.stderr.write(json.dumps({"error": error}) + "\n")
-                sys.exit(1)
-            raise CommandError(failure.message) from None
-        if options["json"]:
-            self.stdout.write(json.dumps(destination_data(destination)))
-        else:
-            self.stdout.write(
-                f"Channel {destination.channel_id} commits to {destination.repository_url} "
-                f"({destination.branch}, {destination.path_template})."
-            )
+    def as_json(self, destination: GitDestination) -> dict:
+        return destination_data(destination)
 
-    def _connect(self, options) -> GitDestination:
+    def as_text(self, destination: GitDestination) -> str:
+        return (
+            f"Channel {destination.channel_id} commits to {destination.repository_url} "
+            f"({destination.branch}, {destination.path_template})."
+        )
+
+    def run(self, options) -> GitDestination:
         channel = Channel.objects.filter(pk=options["channel_id"]).first()
         if channel is None:
             raise Failure("not_found", f"No channel with id {options['channel_id']}.")

@@ -1,10 +1,9 @@
-import json
 import os
-import sys
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandParser
 
 from apps.channels.models import Channel
+from apps.core.commands import Failure, JsonCommand
 from apps.core.errors import DomainError
 from apps.core.keep import KEEP
 from apps.publishing.linkedin.models import LinkedInConnection
@@ -26,59 +25,32 @@ def connection_data(connection: LinkedInConnection) -> dict:
     }
 
 
-class Failure(Exception):
-    def __init__(self, code: str, message: str, details: dict | None = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.details = code, message, details
-
-
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = (
         "Connect a LinkedIn channel with an access token made in LinkedIn's developer portal (Token generator), "
         "read from an environment variable. The token is stored encrypted and never printed."
     )
+    json_help = "print the connection as JSON (errors on stderr)"
 
-    def create_parser(self, prog_name, subcommand, **kwargs):
-        parser = super().create_parser(prog_name, subcommand, **kwargs)
-        if "--json" in sys.argv:
-            # Usage errors too are JSON on stderr for scripts that asked for JSON.
-            def error(message):
-                sys.stderr.write(json.dumps({"error": {"code": "usage", "message": message}}) + "\n")
-                sys.exit(2)
-
-            parser.error = error
-        return parser
-
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_command_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("channel_id", type=int)
         parser.add_argument("--token-env", metavar="VAR", required=True, help="the environment variable holding it")
         parser.add_argument(
             "--organization", metavar="URN", default=None,
             help="post as this page (urn:li:organization:…) the member administers; '' posts as the member",
         )  # fmt: skip
-        parser.add_argument("--json", action="store_true", help="print the connection as JSON (errors on stderr)")
 
-    def handle(self, *args, **options):
-        try:
-            connection = self._connect(options)
-        except Failure as failure:
-            if options["json"]:
-                error = {"code": failure.code, "message": failure.message}
-                if failure.details:
-                    error["details"] = failure.details
-                sys.stderr.write(json.dumps({"error": error}) + "\n")
-                sys.exit(1)
-            raise CommandError(failure.message) from None
-        if options["json"]:
-            self.stdout.write(json.dumps(connection_data(connection)))
-        else:
-            self.stdout.write(
-                f"Channel {connection.channel_id} posts to LinkedIn as {connection.author_name} "
-                f"(access of {connection.member_name or connection.member_urn}"
-                + (f", until {connection.expires_at:%Y-%m-%d %H:%M} UTC)." if connection.expires_at else ").")
-            )
+    def as_json(self, connection: LinkedInConnection) -> dict:
+        return connection_data(connection)
 
-    def _connect(self, options) -> LinkedInConnection:
+    def as_text(self, connection: LinkedInConnection) -> str:
+        until = f", until {connection.expires_at:%Y-%m-%d %H:%M} UTC" if connection.expires_at else ""
+        return (
+            f"Channel {connection.channel_id} posts to LinkedIn as {connection.author_name} "
+            f"(access of {connection.member_name or connection.member_urn}{until})."
+        )
+
+    def run(self, options) -> LinkedInConnection:
         channel = Channel.objects.filter(pk=options["channel_id"]).first()
         if channel is None:
             raise Failure("not_found", f"No channel with id {options['channel_id']}.")
