@@ -183,6 +183,19 @@ def channel_setup(*, channel_id: int, platform: str) -> SetupLink | None:
     return describe(channel_id) if describe is not None else None
 
 
+# A post's page shows it as its channel's destination will post it (the LinkedIn text): the
+# destination's admin registers a function of the post's publishing document, giving HTML.
+_post_previews: dict[str, Callable] = {}
+
+
+def register_post_preview(platform: str, preview: Callable) -> None:
+    _post_previews[platform] = preview
+
+
+def post_preview(platform: str) -> Callable | None:
+    return _post_previews.get(platform)
+
+
 # --- One account's data: the scoping of every admin page (see apps/core/scoping.py) ----------
 
 

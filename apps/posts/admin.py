@@ -12,11 +12,12 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from apps.channels.models import Platform
-from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin, run_on_selected
+from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin, post_preview, run_on_selected
 from apps.core.errors import DomainError
 from apps.core.http import content_length
 from apps.core.markdown import render_markdown
 from apps.posts.models import ApiPublication, Media, Post, Tag
+from apps.posts.publication import PostSubject
 from apps.posts.selectors import page_url
 from apps.posts.services import (
     CONTENT_FIELDS,
@@ -157,13 +158,15 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     # Searched as typed (through the channel admin, so only the user's own channels are found).
     autocomplete_fields = ("channel",)
     prepopulated_fields = {"slug": ("title",)}
-    readonly_fields = ("published_at", "publication", "external_id", "external_url", "created_at", "updated_at")
+    readonly_fields = (
+        "published_at", "publication", "as_posted", "external_id", "external_url", "created_at", "updated_at",
+    )  # fmt: skip
     fieldsets = (
         (None, {"fields": ("channel", "title", "slug", "teaser", "body", "tags")}),
         ("SEO", {"fields": ("meta_title", "meta_description")}),
         (
             "Scheduling and publication",
-            {"fields": ("publication_status", "scheduled_at", "published_at", "publication")},
+            {"fields": ("publication_status", "scheduled_at", "published_at", "publication", "as_posted")},
         ),
         ("External publication (api channels)", {"fields": ("external_id", "external_url")}),
         ("Dates", {"fields": ("created_at", "updated_at")}),
@@ -223,6 +226,16 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
             context["preview_url"] = reverse("blog:preview", kwargs={"post_id": obj.pk})
         return super().render_change_form(request, context, add, change, form_url, obj)
 
+    @admin.display(description="as it will be posted")
+    def as_posted(self, obj: Post) -> str:
+        """The post as its channel's destination will post it (a LinkedIn post's text), where the
+        destination shows that (as saved: saving again shows an edit)."""
+        preview = post_preview(obj.channel.platform) if obj is not None and obj.pk is not None else None
+        if preview is None:
+            return "—"
+        document = PostSubject().document(post_id=obj.pk, action="publish", published_at=None)
+        return preview(document) if document is not None else "—"
+
     @admin.display(description="publication jobs")
     def publication(self, obj: Post) -> str:
         """The post's latest jobs on its destination: state, attempts, error, commit."""
@@ -240,6 +253,7 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
                 job.get_state_display(),
                 job.attempts,
                 job.last_error or "",
+                "commit" if job.channel.platform == Platform.GIT else "post",
                 reference_link(job),
                 job.updated_at.strftime("%Y-%m-%d %H:%M UTC"),
             )
@@ -247,7 +261,7 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
         )
         return format_html(
             "<ul>{}</ul>",
-            format_html_join("", '<li><a href="{}">{}: {}</a>, {} attempt(s) {} · commit {} · {}</li>', rows),
+            format_html_join("", '<li><a href="{}">{}: {}</a>, {} attempt(s) {} · {} {} · {}</li>', rows),
         )
 
     def delete_model(self, request, obj):

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
+from django.template.defaultfilters import linebreaksbr
 from django.urls import path, reverse
 from django.utils.html import format_html
 
@@ -27,11 +28,14 @@ from apps.core.admin import (
     SetupLink,
     page_url,
     register_channel_setup,
+    register_post_preview,
     scoped,
 )
 from apps.core.errors import DomainError, InvalidInput
 from apps.core.step_up import StepUp
+from apps.publishing.destinations import Document, PublishError
 from apps.publishing.linkedin import client, services
+from apps.publishing.linkedin.commentary import LIMIT, commentary, shown
 from apps.publishing.linkedin.destination import warning
 from apps.publishing.linkedin.models import LinkedInConnection
 
@@ -277,3 +281,19 @@ def describe(channel_id: int) -> SetupLink:
 
 
 register_channel_setup("linkedin", describe)
+
+
+def preview(document: Document) -> str:
+    """The post's LinkedIn text as its readers will see it, with its length as LinkedIn counts it,
+    or the sentence that says why it cannot be posted."""
+    try:
+        length = len(commentary(document))
+    except PublishError as exc:
+        return format_html('<strong class="errornote">{}</strong>', exc.message)
+    return format_html(
+        '<div class="readonly">{}</div><p class="help">{} of {} characters.</p>',
+        linebreaksbr(shown(document)), f"{length:,}", f"{LIMIT:,}",
+    )  # fmt: skip
+
+
+register_post_preview("linkedin", preview)

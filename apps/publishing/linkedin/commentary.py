@@ -38,15 +38,25 @@ def hashtags(tags: list[str]) -> str:
     return " ".join(f"#{word}" for word in words.values())
 
 
+def _parts(document: Document, *, escaped: bool) -> str:
+    keep = escape if escaped else str
+    text = document.teaser.strip() or markdown_text(document.body, paragraphs=True)
+    parts = [keep(" ".join(document.title.split())), keep(text)]
+    if document.link:
+        parts.append(link(document.link) if escaped else document.link)
+    parts.append(hashtags(document.tags))
+    return "\n\n".join(part for part in parts if part)
+
+
+def shown(document: Document) -> str:
+    """The post's text as LinkedIn's readers see it (the Settings area's preview)."""
+    return _parts(document, escaped=False)
+
+
 def commentary(document: Document) -> str:
     """The post's LinkedIn text; PublishError (permanent) when it is longer than LinkedIn takes,
     before anything is sent."""
-    text = document.teaser.strip() or markdown_text(document.body, paragraphs=True)
-    parts = [escape(" ".join(document.title.split())), escape(text)]
-    if document.link:
-        parts.append(link(document.link))
-    parts.append(hashtags(document.tags))
-    result = "\n\n".join(part for part in parts if part)
+    result = _parts(document, escaped=True)
     if len(result) > LIMIT:
         raise PublishError(
             f"The post is too long for LinkedIn: its text would be {len(result):,} characters and LinkedIn takes at "
