@@ -151,7 +151,8 @@ class ChannelAdmin(admin.ModelAdmin):
         url = reverse(f"admin:{link.url_name}", args=link.args, current_app=self.admin_site.name)
         url = f"{url}?{link.query}" if link.query else url
         warning = format_html(' <strong class="errornote">{}</strong>', link.warning) if link.warning else ""
-        return format_html('{} <a href="{}">{}</a>{}', link.text, url, link.link_text, warning)
+        kind = "button" if link.button else ""
+        return format_html('{} <a class="{}" href="{}">{}</a>{}', link.text, kind, url, link.link_text, warning)
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(self.readonly_fields)

@@ -169,6 +169,8 @@ class SetupLink:
     args: tuple = ()
     query: str = ""
     warning: str = ""
+    # Drawn as a button (an action to take, such as "Connect LinkedIn"), not as a plain link.
+    button: bool = False
 
 
 _channel_setups: dict[str, Callable[[int], SetupLink]] = {}

@@ -272,8 +272,10 @@ class LinkedInConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
 def describe(channel_id: int) -> SetupLink:
     connection = LinkedInConnection.objects.filter(channel_id=channel_id).first()
     if connection is None:
-        return SetupLink("Not connected:", "publishing_linkedin_linkedinconnection_connect", "Connect LinkedIn",
-                         (channel_id,))  # fmt: skip
+        return SetupLink(
+            "Not connected:", "publishing_linkedin_linkedinconnection_connect", "Connect LinkedIn", (channel_id,),
+            button=True,
+        )  # fmt: skip
     return SetupLink(
         "LinkedIn, posting as", "publishing_linkedin_linkedinconnection_change", connection.author_name,
         (connection.pk,), warning=warning(connection),
