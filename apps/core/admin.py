@@ -17,7 +17,7 @@ from django.db import models, transaction
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 
-from apps.core.errors import DomainError
+from apps.core.errors import DomainError, InvalidInput
 from apps.core.json_input import storable_text
 from apps.core.scoping import account_path, is_account, of_account
 
@@ -85,6 +85,15 @@ class ObjectButton:
     service: Callable
     done: str
     permission: str = "change"
+
+
+def add_input_error(form, exc: InvalidInput) -> None:
+    """A service's InvalidInput on an admin form: its first error, on the field it names where the
+    form has that field (else above the form)."""
+    details = exc.details or {}
+    message = (details.get("errors") or [{"message": exc.message}])[0]["message"]
+    field = details.get("field")
+    form.add_error(field if field in form.fields else None, message)
 
 
 def page_url(model_admin: admin.ModelAdmin, page: str, *args) -> str:

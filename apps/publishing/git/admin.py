@@ -5,7 +5,14 @@ from django import forms
 from django.contrib import admin
 
 from apps.channels.models import Platform
-from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin, SetupLink, register_channel_setup
+from apps.core.admin import (
+    DomainErrorsAsMessages,
+    ObjectButton,
+    ObjectButtonsAdmin,
+    SetupLink,
+    add_input_error,
+    register_channel_setup,
+)
 from apps.core.errors import InvalidInput
 from apps.core.keep import KEEP
 from apps.core.step_up import StepUp
@@ -57,9 +64,7 @@ class GitDestinationForm(forms.ModelForm):
         try:
             services.git_settings_check(self.git_settings())
         except InvalidInput as exc:
-            field = (exc.details or {}).get("field")
-            message = ((exc.details or {}).get("errors") or [{"message": exc.message}])[0]["message"]
-            self.add_error(field if field in self.fields else None, message)
+            add_input_error(self, exc)
         return cleaned
 
 

@@ -26,6 +26,7 @@ from apps.core.admin import (
     ObjectButton,
     ObjectButtonsAdmin,
     SetupLink,
+    add_input_error,
     page_url,
     register_channel_setup,
     register_post_preview,
@@ -65,13 +66,14 @@ class LinkedInConnectionForm(forms.ModelForm):
                 label=field.label, choices=choices, required=False, help_text="Whom the channel's posts appear as."
             )
 
-    def clean_organization_urn(self):
-        value = self.cleaned_data.get("organization_urn") or ""
+    def clean(self):
+        cleaned = super().clean()
+        pages = self.instance.organizations if self.instance.pk else []
         try:
-            return services.organization_check(value, self.instance.organizations if self.instance.pk else [])
+            cleaned["organization_urn"] = services.organization_check(cleaned.get("organization_urn") or "", pages)
         except InvalidInput as exc:
-            errors = (exc.details or {}).get("errors") or [{"message": exc.message}]
-            raise forms.ValidationError(errors[0]["message"]) from None
+            add_input_error(self, exc)
+        return cleaned
 
 
 @admin.register(LinkedInConnection)
@@ -131,22 +133,15 @@ class LinkedInConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     def callback_url(self) -> str:
         """The address LinkedIn sends the member back to: fixed (registered with the LinkedIn app),
         so it is built from SITE_URL, not from the request."""
-        return f"{settings.SITE_URL}{reverse(self._admin_url('callback'), current_app=self.admin_site.name)}"
-
-    def _admin_url(self, page: str) -> str:
-        return f"admin:{self.opts.app_label}_{self.opts.model_name}_{page}"
+        return f"{settings.SITE_URL}{page_url(self, 'callback')}"
 
     def get_urls(self):
-        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        view = self.admin_site.admin_view
         # Ahead of Django's own: its "<path:object_id>/" catch-all would take these URLs.
         return [
-            path("connect/<int:channel_id>/", self.admin_site.admin_view(self.connect_view), name=f"{name}_connect"),
-            path("callback/", self.admin_site.admin_view(self.callback_view), name=f"{name}_callback"),
-            path(
-                "<path:object_id>/disconnect/",
-                self.admin_site.admin_view(self.disconnect_view),
-                name=f"{name}_disconnect",
-            ),
+            path("connect/<int:channel_id>/", view(self.connect_view), name=self._url_name("connect")),
+            path("callback/", view(self.callback_view), name=self._url_name("callback")),
+            path("<path:object_id>/disconnect/", view(self.disconnect_view), name=self._url_name("disconnect")),
             *super().get_urls(),
         ]
 
@@ -220,10 +215,7 @@ class LinkedInConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
             connection = services.connection_save(
                 channel=channel, token=token, connected_by=f"{request.user.email} (Settings area)"
             )
-        except client.ApiError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
-            return self._channel_page(channel.pk)
-        except DomainError as exc:
+        except (client.ApiError, DomainError) as exc:
             self.message_user(request, exc.message, messages.ERROR)
             return self._channel_page(channel.pk)
         self.message_user(
@@ -254,13 +246,9 @@ class LinkedInConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None:
             if self.has_change_permission(request, obj) and request.user.account_id == obj.channel.account_id:
-                context["reconnect_url"] = reverse(
-                    self._admin_url("connect"), args=[obj.channel_id], current_app=self.admin_site.name
-                )
+                context["reconnect_url"] = page_url(self, "connect", obj.channel_id)
             if self.has_delete_permission(request, obj):
-                context["disconnect_url"] = reverse(
-                    self._admin_url("disconnect"), args=[obj.pk], current_app=self.admin_site.name
-                )
+                context["disconnect_url"] = page_url(self, "disconnect", obj.pk)
             context["linkedin_warning"] = warning(obj)
         return super().render_change_form(request, context, add, change, form_url, obj)
 

@@ -10,6 +10,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.channels.models import Channel, Platform
@@ -115,7 +116,7 @@ def resume_jobs(*, channel_id: int) -> int:
     """Run again the channel's jobs that failed for want of access (the newest of each post only:
     an older one would undo what a later one asked)."""
     failed = PublicationJob.objects.filter(channel_id=channel_id, state=JobState.FAILED).filter(
-        last_error__regex=rf"^({re.escape(NOT_CONNECTED)}|{re.escape(RECONNECT)})"
+        Q(last_error__startswith=NOT_CONNECTED) | Q(last_error__startswith=RECONNECT)
     )
     resumed = 0
     for job in failed.order_by("id"):
