@@ -18,6 +18,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.defaultfilters import linebreaksbr
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from apps.channels.models import Channel, Platform
@@ -37,7 +38,6 @@ from apps.core.step_up import StepUp
 from apps.publishing.destinations import Document, PublishError
 from apps.publishing.linkedin import client, services
 from apps.publishing.linkedin.commentary import LIMIT, commentary, shown
-from apps.publishing.linkedin.destination import warning
 from apps.publishing.linkedin.models import LinkedInConnection
 
 SESSION_KEY = "linkedin.oauth"
@@ -45,6 +45,18 @@ SESSION_KEY = "linkedin.oauth"
 STATE_TTL = 900
 # Authorizations a session may have under way at once (tabs); older ones are dropped.
 PENDING_LIMIT = 5
+
+
+def warning(connection: LinkedInConnection) -> str:
+    """What the connection's pages warn of: lost access, or access about to end with no way to renew it."""
+    if connection.needs_reconnect:
+        return f"Reconnect LinkedIn: {connection.reconnect_reason}"
+    if connection.expires_within() and not connection.can_refresh():
+        if connection.expires_at <= timezone.now():
+            return "The access LinkedIn granted has expired: reconnect LinkedIn."
+        ends = f"{connection.expires_at:%Y-%m-%d %H:%M} UTC"
+        return f"The access LinkedIn granted ends on {ends}: reconnect LinkedIn before then."
+    return ""
 
 
 class LinkedInConnectionForm(forms.ModelForm):

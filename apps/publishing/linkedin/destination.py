@@ -68,7 +68,10 @@ class LinkedInPublisher:
                 reason = "The access LinkedIn granted has expired."
                 services.connection_lost(connection=connection, reason=reason)
                 raise _reconnect(reason)
-        return client.Client(connection.access_token(), deadline=job.deadline)
+        try:
+            return client.Client(connection.access_token(), deadline=job.deadline)
+        except crypto.CredentialUnreadable as exc:  # FERNET_KEYS lost the key it was stored with
+            raise PublishError(str(exc), permanent=True) from None
 
     def _failure(self, exc: client.ApiError, what: str) -> PublishError:
         """What LinkedIn's answer means for the job (the one place each status is handled)."""
@@ -210,24 +213,7 @@ def load(channel_id: int) -> LinkedInPublisher | None:
     connection = LinkedInConnection.objects.filter(channel_id=channel_id).first()
     if connection is None:
         return None
-    try:
-        connection.access_token()
-        connection.refresh_token()
-    except crypto.CredentialUnreadable as exc:
-        raise PublishError(str(exc), permanent=True) from None
     return LinkedInPublisher(connection)
-
-
-def warning(connection: LinkedInConnection) -> str:
-    """What the connection's pages warn of: lost access, or access about to end with no way to renew it."""
-    if connection.needs_reconnect:
-        return f"Reconnect LinkedIn: {connection.reconnect_reason}"
-    if connection.expires_within() and not connection.can_refresh():
-        if connection.expires_at <= timezone.now():
-            return "The access LinkedIn granted has expired: reconnect LinkedIn."
-        ends = f"{connection.expires_at:%Y-%m-%d %H:%M} UTC"
-        return f"The access LinkedIn granted ends on {ends}: reconnect LinkedIn before then."
-    return ""
 
 
 KIND = DestinationKind(

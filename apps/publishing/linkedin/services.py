@@ -216,17 +216,13 @@ def expiring_check() -> dict[str, int]:
             try:
                 token_refresh(connection=connection)
                 counts["renewed"] += 1
-                continue
             except DomainError:
                 counts["lost"] += 1
-                continue
             except PublishError as exc:
-                # No answer is no refusal: the refresh token stands, the next run (or a job) tries again.
+                # No answer is no refusal (nor is an unreadable refresh token): it stands, and the
+                # next run (or a job) tries again.
                 logger.warning("linkedin channel=%s not renewed now: %s", connection.channel_id, exc.message)
-                continue
-            except crypto.CredentialUnreadable as exc:
-                logger.error("linkedin channel=%s not renewed: %s", connection.channel_id, exc)
-                continue
+            continue
         if connection.expires_at <= now:
             connection_lost(connection=connection, reason="The access LinkedIn granted has expired.")
             counts["lost"] += 1
