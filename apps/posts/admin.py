@@ -35,7 +35,7 @@ from apps.posts.services import (
     post_update_content,
 )
 from apps.publishing.models import PublicationJob
-from apps.publishing.selectors import latest_publications, reference_link
+from apps.publishing.selectors import latest_publications, reference_kind, reference_link
 
 RECENT_JOBS = 5
 
@@ -253,7 +253,7 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
                 job.get_state_display(),
                 job.attempts,
                 job.last_error or "",
-                "commit" if job.channel.platform == Platform.GIT else "post",
+                reference_kind(job),
                 reference_link(job),
                 job.updated_at.strftime("%Y-%m-%d %H:%M UTC"),
             )

@@ -32,12 +32,17 @@ def latest_publications(post_ids: Iterable[int]) -> dict[int, Publication]:
     }
 
 
+def reference_kind(job: PublicationJob) -> str:
+    """What the job's reference names: a git commit, or (a LinkedIn URN) the post."""
+    return "post" if job.reference.startswith("urn:") else "commit"
+
+
 def reference_link(job: PublicationJob) -> str:
     """The job's reference (a commit), shortened and linked to its page where the channel's
     destination has a commit URL (HTML, for the Settings area's pages)."""
     if not job.reference:
         return "—"
-    if not COMMIT.fullmatch(job.reference):
+    if reference_kind(job) != "commit":
         # Another destination's reference (a LinkedIn post's URN): whole, linked to the post.
         return format_html('<a href="{}">{}</a>', job.url, job.reference) if job.url else job.reference
     setup = getattr(job.channel, "git_destination", None)
