@@ -7,6 +7,13 @@ PY     := $(BIN)/python
 # from the .in files by `make requirements`.
 STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 PORT   ?= 8000
+# Seconds `make run` gives its processes to stop once one has stopped (on Ctrl-C: web and beat at
+# once), before honcho kills what is left. honcho's own 5 s (honcho.manager.KILL_WAIT, which no option
+# sets) would kill the worker while it lets its webhook attempts in flight end and records them: a
+# delivery's lease is WEBHOOK_TIMEOUT*2+5 s, 25 s by default (docs/operations.md, Stopping).
+STOP_WAIT ?= 30
+HONCHO := $(PY) -c 'import sys, honcho.command, honcho.manager; \
+	honcho.manager.KILL_WAIT = float(sys.argv.pop(1)); sys.exit(honcho.command.main())' $(STOP_WAIT)
 
 .PHONY: install run test lint format migrate clean bench requirements
 
@@ -26,10 +33,12 @@ run: migrate
 	$(PY) manage.py collectstatic --noinput -v0
 	GIT_ALLOW_LOCAL_REPOSITORIES=$${GIT_ALLOW_LOCAL_REPOSITORIES:-true} $(PY) manage.py seed_demo --if-empty
 	@# Local trial runs deliver webhooks to receivers on this machine, and publish the demo git
-	@# channel to a local repository under var/, unless told otherwise.
-	PATH="$(CURDIR)/$(BIN):$$PATH" WEBHOOK_ALLOW_PRIVATE_TARGETS=$${WEBHOOK_ALLOW_PRIVATE_TARGETS:-true} \
+	@# channel to a local repository under var/, unless told otherwise. honcho gives each process a
+	@# PORT of its own (web's, +100, +200): all of them print and send the web's address (SITE_URL).
+	SITE_URL=$${SITE_URL:-$$($(PY) -c 'from config.settings import SITE_URL; print(SITE_URL)')} \
+		PATH="$(CURDIR)/$(BIN):$$PATH" WEBHOOK_ALLOW_PRIVATE_TARGETS=$${WEBHOOK_ALLOW_PRIVATE_TARGETS:-true} \
 		GIT_ALLOW_LOCAL_REPOSITORIES=$${GIT_ALLOW_LOCAL_REPOSITORIES:-true} \
-		$(BIN)/honcho start -p $(PORT) web worker beat
+		$(HONCHO) start -p $(PORT) web worker beat
 
 test: install
 	$(BIN)/pytest
@@ -65,4 +74,4 @@ requirements: install
 	mv requirements-dev.txt.tmp requirements-dev.txt
 
 clean:
-	rm -rf $(VENV) var staticfiles db.sqlite3
+	rm -rf $(VENV) var staticfiles db.sqlite3 db.sqlite3-wal db.sqlite3-shm

@@ -3,7 +3,8 @@ isolation (a healthy endpoint's deliveries with and without hostile ones, bench/
 reads at scale (one channel of up to 1,000,000 posts, bench/scale.py), publishing (1,000 posts
 committed to a local git repository against a dulwich loop, webhooks while git remotes hang,
 bench/publishing.py) and the blogs' public pages (against pages rendered on every request, and in
-a channel of 100,000 posts against one of 100, bench/blog.py).
+a channel of 100,000 posts against one of 100, bench/blog.py) and the embedded default (SQLite and the
+filesystem broker) while editors save in the admin (bench/embedded.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
@@ -12,7 +13,7 @@ process groups) whatever happens. Prints the results table and writes it to benc
 (a run of the publishing or the blog part alone replaces only its section there). Logs of the started
 processes are in bench/.work/.
 
-    python bench/run.py [--only api,webhooks,plan,isolation,scale,publishing,blog] [--duration 20]
+    python bench/run.py [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded] [--duration 20]
                         [--scale-sizes 1000,20000] [--publishing-posts 1000] [--blog-sizes 100,2000]
 """
 
@@ -73,7 +74,7 @@ LIST_POSTS = 1000
 WEBHOOK_EVENTS = 10_000
 WEBHOOK_BATCH = 500
 PLAN_SIZES = (10_000, 100_000)
-PARTS = ("api", "webhooks", "plan", "isolation", "scale", "publishing", "blog")
+PARTS = ("api", "webhooks", "plan", "isolation", "scale", "publishing", "blog", "embedded")
 
 ENV = {
     "DATABASE_URL": f"{PG_SERVER}/{DB_NAME}",
@@ -895,6 +896,7 @@ def report(
     scale: dict | None,
     publishing: dict | None = None,
     blog: dict | None = None,
+    embedded: dict | None = None,
 ) -> str:
     lines = [
         "# Benchmark results",
@@ -1009,6 +1011,10 @@ def report(
         from bench.blog import blog_section
 
         lines += blog_section(blog)
+    if embedded:
+        from bench.embedded import embedded_section
+
+        lines += embedded_section(embedded)
     return "\n".join(lines)
 
 
@@ -1101,7 +1107,7 @@ def main() -> int:
     flush_redis()
     setup_django()
     info = machine()
-    api = hooks = plan = isolation = scale = publishing = blog = None
+    api = hooks = plan = isolation = scale = publishing = blog = embedded = None
     try:
         if "api" in parts:
             print("bench: API throughput", flush=True)
@@ -1132,10 +1138,15 @@ def main() -> int:
             from bench.blog import bench_blog
 
             blog = bench_blog(wrk_bin, args.duration, *([args.blog_sizes] if args.blog_sizes else []))
+        if "embedded" in parts:
+            print("bench: the embedded default", flush=True)
+            from bench.embedded import bench_embedded
+
+            embedded = bench_embedded()
     finally:
         Process.stop_all()
         flush_redis()
-    text = report(info, api, hooks, plan, isolation, scale, publishing, blog)
+    text = report(info, api, hooks, plan, isolation, scale, publishing, blog, embedded)
     text += f"\nThe whole benchmark took {math.ceil(time.monotonic() - started)} s.\n"
     print("\n" + text)
     if parts == set(PARTS):
@@ -1170,6 +1181,12 @@ def main() -> int:
         section = blog_section(blog)
         RESULTS.write_text(replace_section(RESULTS.read_text(), [*section[:2], alone, "", *section[2:]]))
         print(f"bench: blog section written to {RESULTS.relative_to(ROOT)}")
+    elif parts == {"embedded"}:
+        from bench.embedded import embedded_section
+        from bench.publishing import replace_section
+
+        RESULTS.write_text(replace_section(RESULTS.read_text(), embedded_section(embedded)))
+        print(f"bench: embedded default section written to {RESULTS.relative_to(ROOT)}")
     return 0
 
 

@@ -1,8 +1,16 @@
 import os
+import signal
 from contextvars import Token
 
 from celery import Celery
-from celery.signals import before_task_publish, setup_logging, task_postrun, task_prerun, worker_process_shutdown
+from celery.signals import (
+    before_task_publish,
+    setup_logging,
+    task_postrun,
+    task_prerun,
+    worker_process_init,
+    worker_process_shutdown,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -67,6 +75,17 @@ def _recycle_database_connections(**kwargs) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+@worker_process_init.connect
+def _stop_with_the_main_process(**kwargs) -> None:
+    """A pool process ignores SIGTERM, as Celery has it ignore SIGINT: the main process's warm
+    shutdown ends it once its task is done, and it then lets its attempts in flight end and records
+    them (apps/webhooks/tasks.py). honcho (`make run`), systemd and Heroku send SIGTERM to every
+    process of the worker; taken by a pool process, it stopped the task where it was (a delivery
+    claimed but not yet sent waited for its lease to run out) and the pool started a new process in
+    its place, which the shutdown then waited for."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 @worker_process_shutdown.connect

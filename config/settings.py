@@ -9,6 +9,7 @@ import ipaddress
 import re
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -119,7 +120,6 @@ if IS_PRODUCTION:
         )
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 ADMIN_URL = env.str("ADMIN_URL", default="admin/").strip("/") + "/"
-SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 INSTALLED_APPS = [
     # django.contrib.admin with the service's admin site (admin sign-ins send user.login).
@@ -201,8 +201,17 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 # uses it, instead of failing that request.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Web, worker and beat share the file: wait for the writer instead of failing at once.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Web, worker and beat share the file (docs/operations.md, the embedded default). In WAL mode
+    # readers never wait for the writer, nor it for them. A transaction takes the write lock when it
+    # begins (IMMEDIATE), so a writer waits its turn (up to `timeout` seconds) instead of failing:
+    # one that read first and then wrote would fail at once with "database is locked" whenever
+    # another wrote in between, whatever the timeout. synchronous=NORMAL is WAL's safe pairing: a
+    # crash of the machine can lose the last commits, never corrupt the file.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=20,
+        transaction_mode="IMMEDIATE",
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+    )
 IS_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -270,6 +279,9 @@ if CELERY_BROKER_URL == "filesystem://":
         # kombu's exchange tables; its default is a `control/` folder in the working directory.
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
+        # The worker looks for new messages this often once its processes are busy or the folder
+        # is empty (kombu's default, 1 s, let it start 2 tasks a second: a delivery per save).
+        "polling_interval": 0.05,
     }
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")
 CELERY_TASK_IGNORE_RESULT = True
@@ -314,6 +326,9 @@ SPECTACULAR_SETTINGS = {
         '`{"error": {"code", "message", "details"?}}`.'
     ),
     "VERSION": "1.0.0",
+    # 3.1 for `webhooks`: every event a delivery can carry, typed (apps/api/webhook_schema.py).
+    "OAS_VERSION": "3.1.0",
+    "WEBHOOKS": "apps.api.webhook_schema.WEBHOOKS",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
@@ -323,6 +338,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
+        "apps.api.webhook_schema.complete_webhooks",
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.api.schema.add_http_layer",
     ],
@@ -508,6 +524,10 @@ WEBHOOK_ENDPOINT_CONCURRENCY = _positive_int("WEBHOOK_ENDPOINT_CONCURRENCY", 2)
 WEBHOOK_BREAKER_THRESHOLD = _positive_int("WEBHOOK_BREAKER_THRESHOLD", 5)
 # An endpoint whose every attempt failed for this long is disabled and its account's admins told.
 WEBHOOK_DISABLE_AFTER = _duration("WEBHOOK_DISABLE_AFTER", "P5D")
+# After a rotation the replaced secret still signs deliveries for this long, beside the new one.
+WEBHOOK_SECRET_OVERLAP = _duration("WEBHOOK_SECRET_OVERLAP", "PT24H")
+# A delivery held back by its endpoint's breaker for longer than this is failed (not sent).
+WEBHOOK_MAX_AGE = _duration("WEBHOOK_MAX_AGE", "P3D")
 
 
 # --- Stored credentials (git tokens and deploy keys): Fernet keys, comma-separated, newest first ---
@@ -658,6 +678,32 @@ def _networks(name: str, default: str) -> tuple:
 
 
 WEB_BIND = _bind()
+
+
+def _site_url() -> str:
+    """SITE_URL, by default the address the web process listens on (127.0.0.1 for one that listens
+    on every address), so a trial on another PORT or BIND prints and sends links that reach it."""
+    host, port = WEB_BIND
+    if ipaddress.ip_address(host).is_unspecified:
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    raw = env.str("SITE_URL", default=f"http://{host}:{port}").strip().rstrip("/")
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 - a port that is not a number raises here
+        if parts.scheme not in {"http", "https"} or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError(raw)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"SITE_URL must be an http or https address, like https://cps.example.com, got {raw!r}"
+        ) from None
+    return raw
+
+
+# The service's public address: it builds every address the service prints or sends (invitation,
+# sign-in and password links, blogs without a domain, the seed's hints).
+SITE_URL = _site_url()
 WEB_CONCURRENCY = _positive_int("WEB_CONCURRENCY", 2)  # worker processes
 WEB_THREADS = _positive_int("WEB_THREADS", 4)  # threads per process that run the application
 # Seconds a client has to send a request's line and headers (counted from the connection's opening

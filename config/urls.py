@@ -30,5 +30,6 @@ urlpatterns = [
 ]
 
 handler400 = "apps.api.errors.bad_request"
+handler403 = "apps.api.errors.permission_denied"
 handler404 = "apps.api.errors.page_not_found"
 handler500 = "apps.api.errors.server_error"

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import requests
 from django.conf import settings
-from django.db import connection
+from django.core.management import execute_from_command_line
+from django.db import connection, connections
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -158,6 +159,28 @@ def settings_loaded(code: str, env: dict, *, unset: tuple[str, ...] = ()) -> sub
         [sys.executable, "-c", code], env={**clean, **env}, cwd=settings.BASE_DIR, capture_output=True, text=True,
         timeout=60,
     )  # fmt: skip
+
+
+@pytest.fixture
+def manage(monkeypatch, capsys):
+    """Run `manage.py ARGS` as manage.py runs it (the process's argv); (exit code, stdout, stderr)."""
+    # A command run from the command line closes every connection at its end; here that connection
+    # holds the test's transaction.
+    monkeypatch.setattr(connections, "close_all", lambda: None)
+
+    def run(*args) -> tuple[int, str, str]:
+        argv = ["manage.py", *(str(arg) for arg in args)]
+        monkeypatch.setattr(sys, "argv", argv)
+        capsys.readouterr()
+        try:
+            execute_from_command_line(argv)
+            code = 0
+        except SystemExit as exit:
+            code = exit.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
 def wait_until(condition, timeout: float = 30.0, step: float = 0.2, action=None) -> None:

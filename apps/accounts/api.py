@@ -35,6 +35,9 @@ class UserIdField(serializers.Field):
     default_error_messages = {"invalid": "Must be a user id (a string of digits)."}
 
     def to_internal_value(self, data) -> int:
+        # In JSON Schema (OpenAPI 3.1) `5.0` is an integer, so the schema's integer takes it too.
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)
         pk = parse_user_id(data)
         if pk is None:
             self.fail("invalid")

@@ -6,11 +6,11 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
-from django.views import defaults
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from apps.core import error_pages
 from apps.core import errors as domain
 from apps.core.validation import validation_envelope
 
@@ -141,22 +141,29 @@ def json_error(status: int, message: str, headers: dict | None = None) -> JsonRe
     return JsonResponse(envelope(STATUS_CODES[status], message), status=status, headers=headers)
 
 
-# Django-level handlers for errors raised outside DRF views (middleware, URL resolution).
+# Django-level handlers for errors raised outside DRF views (middleware, URL resolution); any
+# other path gets the pages people see (apps/core/error_pages.py).
 def bad_request(request, exception, template_name="400.html"):
     if is_api_path(request):
         if isinstance(exception, RequestDataTooBig):
             return json_error(413, payload_too_large_message())
         return json_error(400, "Bad request.")
-    return defaults.bad_request(request, exception)
+    return error_pages.bad_request(request, exception)
+
+
+def permission_denied(request, exception, template_name="403.html"):
+    if is_api_path(request):
+        return json_error(403, str(exceptions.PermissionDenied.default_detail))
+    return error_pages.permission_denied(request, exception)
 
 
 def page_not_found(request, exception, template_name="404.html"):
     if is_api_path(request):
         return json_error(404, "Resource not found.")
-    return defaults.page_not_found(request, exception)
+    return error_pages.page_not_found(request, exception)
 
 
 def server_error(request, template_name="500.html"):
     if is_api_path(request):
         return json_error(500, "Internal server error.")
-    return defaults.server_error(request)
+    return error_pages.server_error(request)

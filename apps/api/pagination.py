@@ -205,8 +205,7 @@ class CursorPagePagination(PagePagination):
         return {**super().get_meta(), "next_cursor": self.next_cursor}
 
     NEXT_CURSOR = {
-        "type": "string",
-        "nullable": True,
+        "type": ["string", "null"],
         "description": "Opaque: pass it back as `cursor` for the items after this page; null when none follow.",
     }
 

@@ -25,7 +25,16 @@ from apps.core.scoping import account_path, is_account, of_account
 class DomainErrorsAsMessages:
     """ModelAdmin mixin: a service's DomainError raised while saving or deleting (a rule the form
     cannot know, such as "the last admin" or a slug taken a moment ago) is shown as an error
-    message on the same page instead of a server error, and everything the view did is rolled back."""
+    message on the same page instead of a server error, and everything the view did is rolled back.
+    Where the model admin itself reports a refusal as an error (a post saved, its status refused),
+    Django's "… was changed successfully" is left out: the error is the answer."""
+
+    def message_user(self, request, message, level=messages.INFO, *args, **kwargs):
+        if level == messages.ERROR:
+            request._admin_refused = True
+        elif level == messages.SUCCESS and getattr(request, "_admin_refused", False):
+            return
+        super().message_user(request, message, level, *args, **kwargs)
 
     def _with_domain_errors(self, view, request, *args, **kwargs):
         try:

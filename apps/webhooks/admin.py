@@ -21,6 +21,7 @@ from apps.webhooks.models import (
     Attempt,
     Delivery,
     DeliveryStatus,
+    SignatureFormat,
     WebhookEndpoint,
     held_back_endpoints,
 )
@@ -37,10 +38,22 @@ class WebhookEndpointForm(forms.ModelForm):
         required=False,
         help_text="Leave all unticked to receive every event.",
     )
+    # Not required: a form posted without it (a page from before the choice existed) keeps the format.
+    signature_format = forms.ChoiceField(
+        choices=SignatureFormat.choices,
+        required=False,
+        help_text=(
+            "The specification's X-Service-* headers, or Standard Webhooks (webhook-id, webhook-timestamp, "
+            "webhook-signature). Switching keeps the secret: both formats verify with it."
+        ),
+    )
 
     class Meta:
         model = WebhookEndpoint
-        fields = ("account", "url", "events", "enabled", "description")
+        fields = ("account", "url", "events", "enabled", "description", "signature_format")
+
+    def clean_signature_format(self):
+        return self.cleaned_data["signature_format"] or self.instance.signature_format
 
     def clean_url(self):
         from apps.webhooks.transport import check_url
@@ -131,7 +144,13 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
             "rotate-secret",
             "Rotate secret",
             lambda endpoint: services.endpoint_rotate_secret(endpoint=endpoint),
-            "Signing secret rotated; receivers need the new one.",
+            "Signing secret rotated; the previous one stays valid beside it until the time shown.",
+        ),
+        ObjectButton(
+            "expire-previous-secret",
+            "Expire previous secret",
+            lambda endpoint: services.endpoint_expire_previous_secret(endpoint=endpoint),
+            "The previous secret has expired: only the current one signs deliveries.",
         ),
     )
 
@@ -195,14 +214,33 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
     def event_list(self, obj: WebhookEndpoint) -> str:
         return ", ".join(obj.events) if obj.events else "all"
 
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        response = super().render_change_form(request, context, add, change, form_url, obj)
+        if obj is not None and not obj.previous_secret_valid(timezone.now()):
+            # Nothing to expire: no button (one pressed from a page left open says so instead).
+            expire = self.object_url(self._url_name("expire_previous_secret"), obj)
+            response.context_data["object_buttons"] = [
+                button for button in response.context_data.get("object_buttons", []) if button["url"] != expire
+            ]
+        return response
+
     @admin.display(description="signing secret")
     def secret_display(self, obj: WebhookEndpoint) -> str:
         if not obj.pk:
             return "Generated when the endpoint is saved."
-        return format_html(
+        secret = format_html(
             '<code id="webhook-secret">{}</code> '
             '<button type="button" class="button" data-copy-target="webhook-secret">Copy</button>',
             obj.secret,
+        )
+        if not obj.previous_secret_valid(timezone.now()):
+            return secret
+        # The previous secret itself is not shown: receivers have it, and no one needs it again.
+        return format_html(
+            '{}<div class="help">The previous secret still signs deliveries beside this one until {} UTC '
+            "(see docs/webhooks.md, Rotating the secret); <b>Expire previous secret</b> ends that now.</div>",
+            secret,
+            f"{obj.previous_secret_expires_at:%Y-%m-%d %H:%M:%S}",
         )
 
     @admin.display(description="latest")
@@ -230,6 +268,7 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
             events=data["events"],
             enabled=data["enabled"],
             description=data["description"],
+            signature_format=data["signature_format"],
         )
 
     @admin.action(description="Send a test event (webhook.test)")
@@ -244,7 +283,7 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
             request,
             queryset,
             services.endpoint_rotate_secret,
-            "Rotated the secret of {count} endpoint(s); receivers need the new one.",
+            "Rotated the secret of {count} endpoint(s); each previous one stays valid beside it for the overlap.",
         )
 
     @admin.action(description="Re-send all failed deliveries since a date")
@@ -295,7 +334,9 @@ class AttemptInline(admin.TabularInline):
     model = Attempt
     extra = 0
     can_delete = False
-    fields = ("number", "trigger", "started_at", "response_status", "duration_ms", "error", "headers_and_bodies")
+    fields = (
+        "number", "trigger", "counted", "started_at", "response_status", "duration_ms", "error", "headers_and_bodies",
+    )  # fmt: skip
     readonly_fields = fields
 
     @admin.display(description="request / response")

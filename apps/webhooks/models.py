@@ -1,3 +1,4 @@
+import base64
 import secrets
 import uuid
 from datetime import datetime, timedelta
@@ -28,8 +29,35 @@ class EventKind(models.TextChoices):
 SUBSCRIBABLE_EVENTS: list[str] = [k.value for k in EventKind if k != EventKind.WEBHOOK_TEST]
 
 
+class SignatureFormat(models.TextChoices):
+    # The specification's X-Service-* headers: a hex HMAC of `{timestamp}.{body}` keyed with the
+    # secret string's own bytes, as receivers written to the specification verify it.
+    SERVICE = "service", "X-Service-* headers (the specification's)"
+    # Standard Webhooks (standardwebhooks.com): webhook-id, webhook-timestamp, webhook-signature;
+    # keyed with the base64 bytes after `whsec_`, as that standard's libraries read the secret.
+    STANDARD = "standard", "Standard Webhooks"
+
+
 def new_secret() -> str:
     return f"whsec_{secrets.token_hex(32)}"
+
+
+def new_standard_secret() -> str:
+    """32 random bytes as Standard Webhooks serializes a secret: `whsec_` and their base64."""
+    return f"whsec_{base64.b64encode(secrets.token_bytes(32)).decode()}"
+
+
+def standard_key(secret: str) -> bytes | None:
+    """The HMAC key a Standard Webhooks library takes from `secret` (the base64 after `whsec_`), or
+    None when it is not valid base64 or too short for the standard (at least 24 bytes). Secrets
+    made by new_secret are: their 64 hex digits are base64 too (48 bytes), so an endpoint keeps
+    its secret when its format is switched, as the standard allows."""
+    encoded = secret.removeprefix("whsec_")
+    try:
+        key = base64.b64decode(encoded, validate=True)
+    except ValueError:
+        return None
+    return key if len(key) >= 24 else None
 
 
 def held_back_endpoints(prefix: str = "") -> models.Q:
@@ -50,6 +78,13 @@ class WebhookEndpoint(models.Model):
     enabled = models.BooleanField(default=True)
     description = models.CharField(max_length=300, blank=True)
     secret = models.CharField(max_length=80, default=new_secret, editable=False)
+    signature_format = models.CharField(
+        max_length=16, choices=SignatureFormat.choices, default=SignatureFormat.SERVICE,
+        help_text="How deliveries are signed: the specification's X-Service-* headers, or Standard Webhooks.",
+    )  # fmt: skip
+    # The secret before the last rotation, which still signs deliveries until then (the overlap).
+    previous_secret = models.CharField(max_length=80, blank=True, editable=False)
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
     disabled_reason = models.CharField(max_length=300, blank=True, editable=False)
     # The circuit breaker: failed attempts since the last success, and when the first of them was.
     # From WEBHOOK_BREAKER_THRESHOLD failures on, the endpoint is held back: its due deliveries wait
@@ -94,6 +129,15 @@ class WebhookEndpoint(models.Model):
             probes_failed = self.consecutive_failures - settings.WEBHOOK_BREAKER_THRESHOLD
             self.next_probe_at = now + timedelta(seconds=delays[min(probes_failed, len(delays) - 1)])
 
+    def previous_secret_valid(self, now: datetime) -> bool:
+        expires_at = self.previous_secret_expires_at
+        return bool(self.previous_secret) and expires_at is not None and expires_at > now
+
+    def signing(self, now: datetime) -> dict[str, str]:
+        """What transport.send signs an attempt made now with (its keyword arguments)."""
+        previous = self.previous_secret if self.previous_secret_valid(now) else ""
+        return {"secret": self.secret, "previous_secret": previous, "signature_format": self.signature_format}
+
     def failing_too_long(self, now: datetime) -> bool:
         return self.failing_since is not None and now - self.failing_since >= settings.WEBHOOK_DISABLE_AFTER
 
@@ -132,8 +176,9 @@ class Delivery(models.Model):
     event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries")
     endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
-    # Automatic attempts made; manual retries from the admin do not use up the schedule.
-    attempts = models.PositiveSmallIntegerField(default=0)
+    # Automatic attempts made while the endpoint took deliveries: manual retries, and failures while
+    # its breaker holds it back (an outage's, not the delivery's), do not use up the schedule.
+    attempts = models.PositiveSmallIntegerField(default=0, verbose_name="attempts counted")
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     # A worker holds the delivery until then; a crashed worker's hold simply runs out.
     locked_until = models.DateTimeField(null=True, blank=True)
@@ -198,6 +243,8 @@ class Attempt(models.Model):
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
     number = models.PositiveSmallIntegerField()
     trigger = models.CharField(max_length=16, choices=AttemptTrigger.choices, default=AttemptTrigger.AUTOMATIC)
+    # Whether it used up one of the delivery's attempts (see Delivery.attempts).
+    counted = models.BooleanField(default=True)
     started_at = models.DateTimeField()
     request_headers = JSONField(default=dict)
     request_body = models.TextField()

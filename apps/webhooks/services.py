@@ -21,6 +21,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.accounts.models import Account
+from apps.core.errors import Conflict
 from apps.core.mail import tell_account_admins
 from apps.core.validation import field_error
 from apps.webhooks import transport
@@ -32,9 +33,12 @@ from apps.webhooks.models import (
     DeliveryStatus,
     Event,
     EventKind,
+    SignatureFormat,
     WebhookEndpoint,
     held_back_endpoints,
     new_secret,
+    new_standard_secret,
+    standard_key,
     unleased,
 )
 from apps.webhooks.senders import SenderPool
@@ -243,10 +247,14 @@ def _within_limits(claimable, delivery_ids: list[str], lease: datetime, now: dat
         if endpoint.holds_deliveries(now) or in_flight.get(endpoint.pk, 0) >= settings.WEBHOOK_ENDPOINT_CONCURRENCY:
             wait.extend(pks)
         elif endpoint.held_back:
-            take.append(pks[0])
-            wait.extend(pks[1:])
-            # No second probe while this one is out; should its worker die, the next comes after the lease.
-            WebhookEndpoint.objects.filter(pk=endpoint.pk).update(next_probe_at=lease)
+            # The probe is the endpoint's oldest waiting delivery, so that what waited goes out in
+            # order once one succeeds; a message without it waits for the sweeper's probe.
+            probe = _oldest_waiting(endpoint.pk, now)
+            take.extend(pk for pk in pks if pk == probe)
+            wait.extend(pk for pk in pks if pk != probe)
+            if probe in pks:
+                # No second probe while this one is out; should its worker die, the next comes after the lease.
+                WebhookEndpoint.objects.filter(pk=endpoint.pk).update(next_probe_at=lease)
         else:
             take.extend(pks)
     if wait:
@@ -255,10 +263,15 @@ def _within_limits(claimable, delivery_ids: list[str], lease: datetime, now: dat
 
 
 def _record(
-    delivery: Delivery, outcome: transport.Outcome, *, started_at: datetime, manual: bool, now: datetime
+    delivery: Delivery, outcome: transport.Outcome, *, started_at: datetime, manual: bool, outage: bool, now: datetime
 ) -> Attempt:
-    """Set the delivery's state after an attempt with this outcome; return the attempt (both unsaved)."""
-    if not manual:
+    """Set the delivery's state after an attempt with this outcome; return the attempt (both unsaved).
+
+    `outage`: the endpoint's breaker holds it back after this attempt. Its failure is then the
+    endpoint's, not the delivery's: it uses up none of the delivery's attempts, and the delivery
+    waits for the breaker to close (or for WEBHOOK_MAX_AGE) with its schedule untouched."""
+    counted = not manual and not (outage and not outcome.ok)
+    if counted:
         delivery.attempts += 1
     delivery.locked_until = None
     delivery.enqueued_at = None
@@ -268,7 +281,9 @@ def _record(
     else:
         delivery.last_status_code = outcome.status
         delivery.last_error = outcome.error or f"HTTP {outcome.status}"
-        delivery.record_failure(now, settings.WEBHOOK_RETRY_DELAYS, automatic=not manual)
+        if outage and not manual:
+            delivery.next_attempt_at = now  # first in line when the breaker closes
+        delivery.record_failure(now, settings.WEBHOOK_RETRY_DELAYS, automatic=counted)
         if outcome.status == 410:
             # The receiver says the URL is gone for good: stop sending to it (shown in the admin).
             delivery.status, delivery.next_attempt_at = DeliveryStatus.FAILED, None
@@ -276,6 +291,7 @@ def _record(
         delivery=delivery,
         number=delivery.attempts_logged + 1,
         trigger=AttemptTrigger.MANUAL if manual else AttemptTrigger.AUTOMATIC,
+        counted=counted,
         started_at=started_at,
         request_headers=outcome.request_headers,
         request_body=delivery.event.body,
@@ -335,8 +351,8 @@ def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float) -> 
         event = delivery.event
         started_at = timezone.now()
         outcome = transport.send(
-            url=endpoint.url, secret=endpoint.secret, body=event.body.encode(), event=event.kind,
-            delivery_id=str(delivery.id),
+            url=endpoint.url, body=event.body.encode(), event=event.kind, delivery_id=str(delivery.id),
+            **endpoint.signing(started_at),
         )  # fmt: skip
         sent.append((delivery, outcome, started_at))
         failures = 0 if outcome.ok else failures + 1
@@ -347,13 +363,6 @@ def _record_batch(
     endpoint_id: int, sent: list, rest: list[Delivery], *, manual: bool, lease: datetime
 ) -> list[Attempt]:
     now = timezone.now()
-    attempts = [_record(d, outcome, started_at=at, manual=manual, now=now) for d, outcome, at in sent]
-    # Deliveries with the same outcome get the same new values: one UPDATE for each group (a
-    # batch that went well is one group), where bulk_update's CASE per row and field cost more CPU
-    # than the attempts themselves.
-    groups: dict[tuple, list] = {}
-    for delivery, _, _ in sent:
-        groups.setdefault(tuple(getattr(delivery, name) for name in _OUTCOME_FIELDS), []).append(delivery.pk)
     held, handover = 0, []
     with transaction.atomic():
         # The endpoint's lock orders this after any claim that left deliveries waiting on this
@@ -361,6 +370,19 @@ def _record_batch(
         endpoint = WebhookEndpoint.objects.select_for_update().filter(pk=endpoint_id).first()
         if endpoint is None:  # deleted meanwhile, with its deliveries
             return []
+        health_before = [getattr(endpoint, name) for name in _HEALTH_FIELDS]
+        was_held_back = endpoint.held_back
+        endpoint.record_results([(outcome.ok, at) for _, outcome, at in sent], now)
+        attempts = [
+            _record(d, outcome, started_at=at, manual=manual, outage=endpoint.held_back, now=now)
+            for d, outcome, at in sent
+        ]
+        # Deliveries with the same outcome get the same new values: one UPDATE for each group (a
+        # batch that went well is one group), where bulk_update's CASE per row and field cost more
+        # CPU than the attempts themselves.
+        groups: dict[tuple, list] = {}
+        for delivery, _, _ in sent:
+            groups.setdefault(tuple(getattr(delivery, name) for name in _OUTCOME_FIELDS), []).append(delivery.pk)
         Attempt.objects.bulk_create(attempts)
         for values, pks in groups.items():
             # The lease is the lock: only its holder writes the outcome (no second locking read). A
@@ -373,7 +395,9 @@ def _record_batch(
             Delivery.objects.filter(pk__in=[d.pk for d in rest], locked_until=lease).update(
                 locked_until=None, enqueued_at=None
             )
-        _count_results(endpoint, [(outcome, at) for _, outcome, at in sent], now)
+        _judge(endpoint, [outcome for _, outcome, _ in sent], health_before, now)
+        if was_held_back and not endpoint.held_back:
+            _release_backlog(endpoint, now)
         if not endpoint.holds_deliveries(now):
             handover = _take_waiting(endpoint, now)
     if held < len(sent):
@@ -394,12 +418,11 @@ def _record_batch(
     return attempts
 
 
-def _count_results(endpoint: WebhookEndpoint, results: list[tuple[transport.Outcome, datetime]], now: datetime) -> None:
-    """Count a batch's outcomes into its endpoint's health (the lock on it held); disable it after
-    410 Gone, or once every attempt has failed for WEBHOOK_DISABLE_AFTER."""
-    before = [getattr(endpoint, name) for name in _HEALTH_FIELDS]
-    endpoint.record_results([(outcome.ok, at) for outcome, at in results], now)
-    if any(outcome.status == 410 for outcome, _ in results):
+def _judge(endpoint: WebhookEndpoint, outcomes: list[transport.Outcome], before: list, now: datetime) -> None:
+    """Save the endpoint's health once a batch's outcomes are counted into it (the lock on it held,
+    after its deliveries are written); disable it after 410 Gone, or once every attempt has failed
+    for WEBHOOK_DISABLE_AFTER."""
+    if any(outcome.status == 410 for outcome in outcomes):
         endpoint.enabled = False
         endpoint.disabled_reason = f"Disabled after 410 Gone at {now:%Y-%m-%d %H:%M} UTC"
     elif endpoint.enabled and endpoint.consecutive_failures and endpoint.failing_too_long(now):
@@ -434,6 +457,20 @@ def _tell_admins_disabled(endpoint_id: int) -> None:
     )  # fmt: skip
 
 
+def _release_backlog(endpoint: WebhookEndpoint, now: datetime) -> None:
+    """The breaker has closed: what waited for it is due now, whatever retry time it had, so that
+    it all goes out oldest first."""
+    Delivery.objects.filter(
+        unleased(now), endpoint=endpoint, status=DeliveryStatus.PENDING, next_attempt_at__gt=now
+    ).update(next_attempt_at=now)
+
+
+def _oldest_waiting(endpoint_id: int, now: datetime):
+    """The pk of the endpoint's oldest pending delivery no worker holds, due or not (a probe's choice)."""
+    pending = Delivery.objects.filter(unleased(now), endpoint_id=endpoint_id, status=DeliveryStatus.PENDING)
+    return pending.order_by("created_at", "event_id").values_list("pk", flat=True).first()
+
+
 def _due_oldest_first(endpoint_id: int, now: datetime):
     return Delivery.objects.filter(
         endpoint_id=endpoint_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
@@ -465,8 +502,10 @@ def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
     """Hand the broker every due delivery it does not hold: never handed over (broker down at
     commit), retries whose time has come, ones whose holder died (lease run out), and ones handed
     over too long ago (lost messages); and one probe for each endpoint held back whose back-off
-    has passed. Deliveries of endpoints held back or disabled wait."""
+    has passed. Deliveries of endpoints held back or disabled wait; those held back longer than
+    WEBHOOK_MAX_AGE are failed."""
     now = timezone.now()
+    _expire_held(now)
     stale = now - timedelta(seconds=settings.WEBHOOK_REQUEUE_AFTER)
     total = 0
     while True:
@@ -495,16 +534,35 @@ def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
     return total
 
 
+def _expire_held(now: datetime) -> int:
+    """Fail the deliveries that have waited for their endpoint's breaker longer than WEBHOOK_MAX_AGE
+    (an endpoint paused by hand keeps its deliveries: they go out when it is enabled)."""
+    held_back = WebhookEndpoint.objects.filter(held_back_endpoints(), enabled=True)
+    expired = Delivery.objects.filter(
+        unleased(now), endpoint__in=held_back, status=DeliveryStatus.PENDING,
+        created_at__lt=now - settings.WEBHOOK_MAX_AGE,
+    ).update(
+        status=DeliveryStatus.FAILED, next_attempt_at=None, enqueued_at=None, updated_at=now,
+        last_error=f"Not sent: the endpoint failed every attempt for longer than {settings.WEBHOOK_MAX_AGE} "
+        "(WEBHOOK_MAX_AGE) after it was made.",
+    )  # fmt: skip
+    if expired:
+        logger.warning("webhook deliveries expired=%d (held back longer than WEBHOOK_MAX_AGE)", expired)
+    return expired
+
+
 def _send_probes(now: datetime) -> int:
-    """Hand over the oldest due delivery of each endpoint held back whose probe is due."""
+    """Hand over the oldest waiting delivery of each endpoint held back whose probe is due (due now
+    whatever retry time it had: a failed probe costs it none of its attempts)."""
     probe_due = WebhookEndpoint.objects.filter(
         held_back_endpoints(), Q(next_probe_at__isnull=True) | Q(next_probe_at__lte=now), enabled=True
     )
     ids = []
     for endpoint_id in probe_due.values_list("pk", flat=True):
-        oldest = _due_oldest_first(endpoint_id, now).filter(unleased(now)).values_list("pk", flat=True).first()
+        oldest = _oldest_waiting(endpoint_id, now)
         if oldest is not None:
             ids.append(oldest)
+    Delivery.objects.filter(pk__in=ids, next_attempt_at__gt=now).update(next_attempt_at=now)
     handed_over = _mark_handed_over(ids, now)
     if handed_over:
         enqueue(handed_over)
@@ -546,12 +604,21 @@ def endpoint_save(
     events: list[str] | None = None,
     enabled: bool = True,
     description: str = "",
+    signature_format: str | None = None,
 ) -> WebhookEndpoint:
+    """Create or change an endpoint; `signature_format` None keeps its format (a new one's: the
+    specification's headers)."""
     events = list(events or [])
     _validate(url, events)
+    if signature_format is not None and signature_format not in SignatureFormat.values:
+        raise field_error(
+            "signature_format", "choice", f"Unknown signature format {signature_format!r}: use service or standard."
+        )
     endpoint = endpoint or WebhookEndpoint()
     endpoint.account, endpoint.url, endpoint.events = account, url, [e for e in SUBSCRIBABLE_EVENTS if e in events]
     endpoint.description = description
+    if signature_format is not None:
+        _set_signature_format(endpoint, signature_format)
     if enabled and not endpoint.enabled:
         endpoint.clear_health()  # a fresh start: what failed before is re-sent only on request
     endpoint.enabled = enabled
@@ -559,11 +626,52 @@ def endpoint_save(
     return endpoint
 
 
+def _set_signature_format(endpoint: WebhookEndpoint, signature_format: str) -> None:
+    """A switch of format keeps the secret (and a rotation's overlap): both formats verify with
+    the secret shown, so a receiver can be made to accept the new format before the switch. Only a
+    secret that Standard Webhooks cannot read (none this service made) is replaced, at once."""
+    if not endpoint.pk and signature_format == SignatureFormat.STANDARD:
+        endpoint.secret = new_standard_secret()
+    elif signature_format == SignatureFormat.STANDARD and standard_key(endpoint.secret) is None:
+        endpoint.secret, endpoint.previous_secret, endpoint.previous_secret_expires_at = new_standard_secret(), "", None
+    endpoint.signature_format = signature_format
+
+
 @transaction.atomic
 def endpoint_rotate_secret(*, endpoint: WebhookEndpoint) -> str:
-    endpoint.secret = new_secret()
-    endpoint.save(update_fields=["secret", "updated_at"])
+    """Give the endpoint a new secret; the one it replaces keeps signing deliveries beside it for
+    WEBHOOK_SECRET_OVERLAP (see docs/webhooks.md, Rotating the secret), so receivers can switch
+    without a rejected delivery. Refused while an earlier overlap lasts: one of the two secrets
+    receivers may hold would stop working unannounced."""
+    endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    now = timezone.now()
+    if endpoint.previous_secret_valid(now):
+        raise Conflict(
+            f"The secret was rotated recently: the previous one stays valid until "
+            f"{endpoint.previous_secret_expires_at:%Y-%m-%d %H:%M} UTC. Expire it first (Expire previous secret), "
+            "then rotate again."
+        )
+    endpoint.previous_secret = endpoint.secret
+    endpoint.previous_secret_expires_at = now + settings.WEBHOOK_SECRET_OVERLAP
+    endpoint.secret = new_standard_secret() if endpoint.signature_format == SignatureFormat.STANDARD else new_secret()
+    endpoint.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at", "updated_at"])
+    logger.info(
+        "webhook endpoint=%s secret rotated; the previous one is valid until %s",
+        endpoint.pk, endpoint.previous_secret_expires_at.isoformat(),
+    )  # fmt: skip
     return endpoint.secret
+
+
+@transaction.atomic
+def endpoint_expire_previous_secret(*, endpoint: WebhookEndpoint) -> WebhookEndpoint:
+    """End a rotation's overlap now: from the next attempt on, only the current secret signs."""
+    endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    if not endpoint.previous_secret_valid(timezone.now()):
+        raise Conflict("There is no previous secret to expire: only the current secret signs deliveries.")
+    endpoint.previous_secret, endpoint.previous_secret_expires_at = "", None
+    endpoint.save(update_fields=["previous_secret", "previous_secret_expires_at", "updated_at"])
+    logger.info("webhook endpoint=%s previous secret expired early", endpoint.pk)
+    return endpoint
 
 
 @transaction.atomic

@@ -1,6 +1,7 @@
 """Signing and sending webhook requests: keep-alive connection pools per worker process, with the
 private-address guard deciding on every address a host resolves to before any of them is dialled."""
 
+import base64
 import hashlib
 import hmac
 import ipaddress
@@ -21,6 +22,8 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, LocationParseError, NameResolutionError, NewConnectionError
 from urllib3.util.connection import allowed_gai_family, create_connection
 
+from apps.webhooks.models import SignatureFormat, standard_key
+
 USER_AGENT = "ContentPublishingService-Webhooks/1.0 (+https://example.com/webhooks)"
 RESPONSE_BODY_LIMIT = 20 * 1024
 
@@ -36,7 +39,14 @@ class BlockedAddress(Exception):
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
+    """The specification's X-Service-Signature: keyed with the secret string's own bytes."""
     return hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+
+
+def sign_standard(key: bytes, msg_id: str, timestamp: str, body: bytes) -> str:
+    """One Standard Webhooks signature (`v1,<base64>`) of `{id}.{timestamp}.{body}`."""
+    digest = hmac.new(key, f"{msg_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
+    return f"v1,{base64.b64encode(digest).decode()}"
 
 
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
@@ -202,11 +212,37 @@ class Outcome:
         return self.status is not None and 200 <= self.status < 300
 
 
-def send(*, url: str, secret: str, body: bytes, event: str, delivery_id: str) -> Outcome:
+def send(
+    *,
+    url: str,
+    secret: str,
+    body: bytes,
+    event: str,
+    delivery_id: str,
+    previous_secret: str = "",
+    signature_format: str = SignatureFormat.SERVICE,
+) -> Outcome:
     """POST one signed attempt. The timestamp is taken now, so a late retry still passes the
-    receiver's replay window; never raises for network trouble, it reports it."""
+    receiver's replay window; never raises for network trouble, it reports it.
+
+    `previous_secret` is the one a rotation's overlap still honours. Standard Webhooks carries
+    both signatures in its one header. The specification's header holds one signature, which no
+    receiver holding only the other secret can verify; so the request is signed with the current
+    secret, and one answered with a refusal (any status but 2xx and 410 Gone) is sent again at once,
+    signed with the previous one, and that answer counts (with both requests' time)."""
+    if signature_format == SignatureFormat.STANDARD:
+        return _send_standard(url, secret, previous_secret, body, event, delivery_id)
+    outcome = _post(url, body, _service_headers(secret, body, event, delivery_id))
+    if previous_secret and outcome.status is not None and not outcome.ok and outcome.status != 410:
+        first = outcome
+        outcome = _post(url, body, _service_headers(previous_secret, body, event, delivery_id))
+        outcome.duration_ms += first.duration_ms
+    return outcome
+
+
+def _service_headers(secret: str, body: bytes, event: str, delivery_id: str) -> dict:
     timestamp = str(int(time.time()))
-    headers = {
+    return {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         "X-Service-Event": event,
@@ -214,6 +250,29 @@ def send(*, url: str, secret: str, body: bytes, event: str, delivery_id: str) ->
         "X-Service-Timestamp": timestamp,
         "X-Service-Signature": sign(secret, timestamp, body),
     }
+
+
+def _send_standard(url: str, secret: str, previous_secret: str, body: bytes, event: str, delivery_id: str) -> Outcome:
+    timestamp = str(int(time.time()))
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Service-Event": event,
+        "webhook-id": delivery_id,
+        "webhook-timestamp": timestamp,
+    }
+    key = standard_key(secret)
+    if key is None:  # the services never store one; a signature no library verifies would only be refused
+        return Outcome(request_headers=headers, error="The secret is not a Standard Webhooks secret: rotate it.")
+    previous = standard_key(previous_secret) if previous_secret else None
+    # Space-separated, as the standard lets a rotation's overlap send both; receivers try each.
+    headers["webhook-signature"] = " ".join(
+        sign_standard(k, delivery_id, timestamp, body) for k in (key, previous) if k is not None
+    )
+    return _post(url, body, headers)
+
+
+def _post(url: str, body: bytes, headers: dict) -> Outcome:
     outcome = Outcome(request_headers=headers)
     timeout = settings.WEBHOOK_TIMEOUT
     started = time.monotonic()

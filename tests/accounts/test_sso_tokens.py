@@ -64,7 +64,7 @@ def test_each_token_is_different(admin, member):
     assert len(tokens) == 3
 
 
-@pytest.mark.parametrize("as_type", [str, int])
+@pytest.mark.parametrize("as_type", [str, int, float])
 def test_create_by_user_id(admin, member, as_type):
     response = create(admin, {"user_id": as_type(member.pk), "redirect_to": "/account/"})
     assert response.status_code == 201, response.content

@@ -12,8 +12,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
-from django.core.management import CommandError, call_command, execute_from_command_line
-from django.db import connections
+from django.core.management import CommandError, call_command
 
 from apps.core import crypto
 from apps.posts.services import post_create, post_publish_now
@@ -30,26 +29,9 @@ SECRET_FIELDS = {"token", "token_encrypted", "ssh_key", "ssh_key_encrypted"}
 
 
 @pytest.fixture
-def run(monkeypatch, capsys):
+def run(manage):
     """Run `manage.py connect_git ARGS`; (exit code, stdout, stderr)."""
-
-    # A command run from the command line closes every connection when it ends (the process's
-    # end); here that connection holds the test's transaction.
-    monkeypatch.setattr(connections, "close_all", lambda: None)
-
-    def run(*args) -> tuple[int, str, str]:
-        argv = ["manage.py", "connect_git", *(str(arg) for arg in args)]
-        monkeypatch.setattr(sys, "argv", argv)
-        capsys.readouterr()
-        try:
-            execute_from_command_line(argv)
-            code = 0
-        except SystemExit as exit:
-            code = exit.code
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+    return lambda *args: manage("connect_git", *args)
 
 
 @pytest.fixture

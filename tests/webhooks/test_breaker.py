@@ -68,6 +68,31 @@ def test_the_breaker_opens_after_the_threshold_and_holds_the_rest_unattempted(en
     assert len(receiver.requests) == 3
 
 
+def test_the_failures_that_open_the_breaker_use_up_none_of_their_deliveries_attempts(endpoint, emit_many, receiver):
+    receiver.default = (500, 0)
+    ids = emit_many(3)
+    before = timezone.now()
+    deliveries_attempt(delivery_ids=ids)
+    assert fresh(endpoint).held_back
+    # The outage is the endpoint's: the deliveries wait for the breaker, first in line, as new.
+    for delivery in Delivery.objects.filter(pk__in=ids):
+        assert delivery.status == DeliveryStatus.PENDING and delivery.attempts == 0
+        assert delivery.last_status_code == 500 and delivery.next_attempt_at >= before
+        [attempt] = delivery.attempt_log.all()  # on record all the same, as not counted
+        assert not attempt.counted and attempt.response_status == 500
+
+
+def test_failures_that_leave_the_endpoint_taking_deliveries_count_against_the_schedule(endpoint, emit_many, receiver):
+    receiver.default = (500, 0)
+    [delivery_id] = emit_many(1)
+    before = timezone.now()
+    deliveries_attempt(delivery_ids=[delivery_id])
+    delivery = Delivery.objects.get(pk=delivery_id)
+    assert not fresh(endpoint).held_back
+    assert delivery.attempts == 1 and delivery.attempt_log.get().counted
+    assert timedelta(seconds=59) < delivery.next_attempt_at - before < timedelta(seconds=70)
+
+
 def test_held_deliveries_are_neither_attempted_nor_handed_over_until_the_probe_is_due(
     endpoint, emit_many, receiver, handed_over
 ):
@@ -90,14 +115,52 @@ def test_one_probe_goes_out_when_its_back_off_has_passed(endpoint, emit_many, re
     probe_due(endpoint)
     handed_over.clear()
     assert deliveries_sweep() == 1
-    assert handed_over == [ids[3]]  # the oldest due delivery
+    assert handed_over == [ids[0]]  # the oldest waiting delivery
     # Every waiting delivery reaches a worker (a message from before), yet only one goes out.
-    attempts = deliveries_attempt(delivery_ids=ids[3:])
-    assert [str(a.delivery_id) for a in attempts] == [ids[3]]
+    attempts = deliveries_attempt(delivery_ids=ids[1:] + ids[:1])
+    assert [str(a.delivery_id) for a in attempts] == [ids[0]]
     endpoint = fresh(endpoint)
     # It failed: held back again, for the next, longer back-off.
     assert endpoint.consecutive_failures == 4
     assert timedelta(seconds=290) < endpoint.next_probe_at - timezone.now() <= timedelta(seconds=300)
+    # A failed probe costs its delivery none of its attempts; the next probe is the same delivery.
+    assert Delivery.objects.get(pk=ids[0]).attempts == 0
+    probe_due(endpoint)
+    handed_over.clear()
+    deliveries_sweep()
+    assert handed_over == [ids[0]]
+
+
+def test_a_message_without_the_oldest_waiting_delivery_sends_no_probe(endpoint, emit_many, receiver, handed_over):
+    receiver.default = (500, 0)
+    ids = emit_many(5)
+    deliveries_attempt(delivery_ids=ids)
+    probe_due(endpoint)
+    assert deliveries_attempt(delivery_ids=ids[3:]) == []
+    assert fresh(endpoint).next_probe_at <= timezone.now()  # still due: the sweeper sends it
+
+
+def test_the_probe_is_the_oldest_delivery_even_while_its_retry_is_not_due(
+    endpoint, emit_many, receiver, handed_over, settings
+):
+    settings.WEBHOOK_BREAKER_THRESHOLD = 2
+    receiver.default = (500, 0)
+    first, second, third = emit_many(3)
+    deliveries_attempt(delivery_ids=[first])  # one failure: the endpoint still takes deliveries
+    assert Delivery.objects.get(pk=first).next_attempt_at > timezone.now()
+    deliveries_attempt(delivery_ids=[second, third])  # the second failure opens the breaker
+    probe_due(endpoint)
+    receiver.default = (200, 0)
+    handed_over.clear()
+    deliveries_sweep()
+    assert handed_over == [first]
+    deliveries_attempt(delivery_ids=handed_over)
+    # Closed: the second and third follow it, in order, and nothing waits for a retry time.
+    assert handed_over[1:] == [second, third]
+    deliveries_attempt(delivery_ids=handed_over[1:])
+    assert [r.headers["X-Service-Delivery"] for r in receiver.requests[-3:]] == [first, second, third]
+    attempts = {str(d.pk): d.attempts for d in Delivery.objects.all()}
+    assert attempts == {first: 2, second: 1, third: 1}
 
 
 def test_a_successful_probe_closes_the_breaker_and_releases_the_backlog_in_order(
@@ -116,12 +179,12 @@ def test_a_successful_probe_closes_the_breaker_and_releases_the_backlog_in_order
     assert attempt.succeeded
     endpoint = fresh(endpoint)
     assert (endpoint.consecutive_failures, endpoint.failing_since, endpoint.next_probe_at) == (0, None, None)
-    assert handed_over == ids[4:]
-    # Held, they kept all their attempts; sent now, with the ids they always had.
-    assert len(deliveries_attempt(delivery_ids=handed_over)) == 3
-    sent = [r.headers["X-Service-Delivery"] for r in receiver.requests[-4:]]
-    assert sent == ids[3:]
-    assert all(d.attempts == 1 for d in Delivery.objects.filter(pk__in=ids[3:]))
+    assert handed_over == ids[1:]
+    # Held, they kept all their attempts; sent now, in order, with the ids they always had.
+    assert len(deliveries_attempt(delivery_ids=handed_over)) == 6
+    sent = [r.headers["X-Service-Delivery"] for r in receiver.requests[-7:]]
+    assert sent == ids
+    assert all(d.attempts == 1 for d in Delivery.objects.filter(pk__in=ids))
     assert not Delivery.objects.filter(status=DeliveryStatus.FAILED).exists()
 
 
@@ -170,6 +233,36 @@ def test_a_batch_stops_after_an_attempt_that_got_no_answer(endpoint, emit_many, 
     # The others were not sent behind it; back at the broker, unattempted.
     assert handed_over == ids[1:]
     assert all(d.attempts == 0 for d in Delivery.objects.filter(pk__in=ids[1:]))
+
+
+def test_deliveries_held_back_longer_than_the_maximum_age_are_failed(
+    endpoint, emit_many, receiver, handed_over, settings
+):
+    settings.WEBHOOK_MAX_AGE = timedelta(days=3)
+    receiver.default = (500, 0)
+    old, young, *_ = ids = emit_many(4)
+    deliveries_attempt(delivery_ids=ids)
+    Delivery.objects.filter(pk=old).update(created_at=timezone.now() - timedelta(days=3, minutes=1))
+    Delivery.objects.filter(pk=young).update(created_at=timezone.now() - timedelta(days=2, hours=23))
+    probe_due(endpoint)
+    handed_over.clear()
+    deliveries_sweep()
+    expired = Delivery.objects.get(pk=old)
+    assert expired.status == DeliveryStatus.FAILED and "WEBHOOK_MAX_AGE" in expired.last_error
+    assert Delivery.objects.filter(status=DeliveryStatus.PENDING).count() == 3
+    assert handed_over == [young]  # the probe moves on to the oldest still waiting
+
+
+def test_the_maximum_age_spares_endpoints_that_take_deliveries_and_endpoints_paused_by_hand(
+    endpoint, emit_many, receiver, handed_over, settings
+):
+    settings.WEBHOOK_MAX_AGE = timedelta(days=3)
+    ids = emit_many(2)
+    Delivery.objects.filter(pk__in=ids).update(created_at=timezone.now() - timedelta(days=4))
+    deliveries_sweep()
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(enabled=False, consecutive_failures=3)
+    deliveries_sweep()
+    assert Delivery.objects.filter(status=DeliveryStatus.PENDING).count() == 2
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ from tests.conftest import settings_loaded
 
 SHOW = (
     "import json, config.settings as s; print(json.dumps([s.WEBHOOK_DISABLE_AFTER.total_seconds(), "
-    "s.WEBHOOK_BREAKER_THRESHOLD, s.WEBHOOK_SENDERS, s.WEBHOOK_ENDPOINT_CONCURRENCY]))"
+    "s.WEBHOOK_BREAKER_THRESHOLD, s.WEBHOOK_SENDERS, s.WEBHOOK_ENDPOINT_CONCURRENCY, "
+    "s.WEBHOOK_MAX_AGE.total_seconds()]))"
 )
 
 
@@ -17,10 +18,10 @@ def load(**env) -> subprocess.CompletedProcess:
     return settings_loaded(SHOW, env, unset=("WEBHOOK_", "DJANGO_"))
 
 
-def test_defaults_hold_an_endpoint_back_after_5_failures_and_disable_it_after_5_days():
+def test_defaults_hold_an_endpoint_back_after_5_failures_keep_its_deliveries_3_days_and_disable_it_after_5():
     result = load()
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == [5 * 24 * 3600, 5, 16, 2]
+    assert json.loads(result.stdout) == [5 * 24 * 3600, 5, 16, 2, 3 * 24 * 3600]
 
 
 @pytest.mark.parametrize(
@@ -37,6 +38,7 @@ def test_the_disable_window_is_read_in_seconds_or_iso_8601(value, seconds):
     [
         ("WEBHOOK_DISABLE_AFTER", "five days"),
         ("WEBHOOK_DISABLE_AFTER", "0"),
+        ("WEBHOOK_MAX_AGE", "three days"),
         ("WEBHOOK_BREAKER_THRESHOLD", "0"),
         ("WEBHOOK_SENDERS", "many"),
         ("WEBHOOK_ENDPOINT_CONCURRENCY", "-1"),

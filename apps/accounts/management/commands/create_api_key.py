@@ -1,41 +1,55 @@
-from datetime import timedelta
+from argparse import ArgumentTypeError
+from datetime import UTC, timedelta
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandParser
 from django.utils import timezone
 
-from apps.accounts.models import Account
+from apps.accounts.models import Account, ApiKey
 from apps.accounts.services import api_key_create
-from apps.core.errors import DomainError
+from apps.core.commands import Failure, JsonCommand
 from apps.users.models import User
 
 
-class Command(BaseCommand):
-    help = "Create an API key and print it (the only time it is shown)."
+def days(value: str) -> int:
+    if not value.strip().isdigit() or int(value) <= 0:
+        raise ArgumentTypeError(f"must be a positive number of days, got {value!r}")
+    return int(value)
 
-    def add_arguments(self, parser):
+
+class Command(JsonCommand):
+    help = "Create an API key and print it (the only time it is shown)."
+    json_help = "print the key with its id, name, scopes and expiry as JSON (errors on stderr)"
+
+    def add_command_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--account", type=int, required=True, help="account id")
         parser.add_argument("--user", required=True, help="e-mail of the user who owns the key")
         parser.add_argument("--name", required=True)
         parser.add_argument("--scopes", default="", help="comma-separated, e.g. read:channels,read:posts")
-        parser.add_argument("--expires-in", type=int, default=None, help="days until the key expires")
+        parser.add_argument("--expires-in", type=days, default=None, help="days until the key expires")
 
-    def handle(self, *args, account, user, name, scopes, expires_in, **options):
-        try:
-            account_obj = Account.objects.get(pk=account)
-        except Account.DoesNotExist:
-            raise CommandError(f"No account with id {account}") from None
-        try:
-            user_obj = User.objects.get(email__iexact=user, account=account_obj)
-        except User.DoesNotExist:
-            raise CommandError(f"No user {user!r} in account {account}") from None
-        if expires_in is not None and expires_in <= 0:
-            raise CommandError("--expires-in must be a positive number of days")
+    def run(self, options) -> tuple[ApiKey, str]:
+        account = Account.objects.filter(pk=options["account"]).first()
+        if account is None:
+            raise Failure("not_found", f"No account with id {options['account']}")
+        user = User.objects.filter(email__iexact=options["user"], account=account).first()
+        if user is None:
+            raise Failure("not_found", f"No user {options['user']!r} in account {account.pk}")
+        expires_in = options["expires_in"]
         expires_at = timezone.now() + timedelta(days=expires_in) if expires_in else None
-        scope_list = [s.strip() for s in scopes.split(",") if s.strip()]
-        try:
-            _, raw = api_key_create(
-                account=account_obj, user=user_obj, name=name, scopes=scope_list, expires_at=expires_at
-            )
-        except DomainError as exc:
-            raise CommandError(exc.message) from None
-        self.stdout.write(raw)
+        scopes = [s.strip() for s in options["scopes"].split(",") if s.strip()]
+        return api_key_create(account=account, user=user, name=options["name"], scopes=scopes, expires_at=expires_at)
+
+    def as_text(self, created: tuple[ApiKey, str]) -> str:
+        return created[1]
+
+    def as_json(self, created: tuple[ApiKey, str]) -> dict:
+        key, raw = created
+        return {
+            "id": key.pk,
+            "key": raw,
+            "name": key.name,
+            "scopes": key.scopes,
+            "expires_at": key.expires_at.astimezone(UTC).isoformat()[:-6] + "Z",
+            "account_id": key.account_id,
+            "user": key.user.email,
+        }

@@ -1,43 +1,51 @@
-import json
-
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import CommandParser
 
 from apps.accounts.models import Account
+from apps.core.commands import JsonCommand
 from apps.demo.seed import seed_demo
 
+NOT_SEEDED = "Database already has data; not seeding (run `python manage.py seed_demo` to refresh)."
 
-class Command(BaseCommand):
+
+class Command(JsonCommand):
     help = "Create or refresh the demo accounts, users and data; print fresh demo API keys and logins."
 
-    def add_arguments(self, parser):
-        parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    def add_command_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--if-empty", action="store_true", help="do nothing when any account exists")
 
-    def handle(self, *args, **options):
+    def run(self, options) -> dict | None:
         if options["if_empty"] and Account.objects.exists():
-            self.stdout.write("Database already has data; not seeding (run `python manage.py seed_demo` to refresh).")
-            return
-        result = seed_demo()
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
-            return
-        self.stdout.write("Demo data ready. Fresh API keys (shown once):")
+            return None
+        return seed_demo()
+
+    def as_json(self, result: dict | None) -> dict:
+        # Not seeded: the same shape, with no fresh keys or logins to show.
+        return result or {"accounts": [], "admin_login": None}
+
+    def as_text(self, result: dict | None) -> str:
+        if result is None:
+            return NOT_SEEDED
+        lines = ["Demo data ready. Fresh API keys (shown once):"]
         for account in result["accounts"]:
-            self.stdout.write(f"  {account['name']} (account {account['id']}, plan {account['plan']})")
+            lines.append(f"  {account['name']} (account {account['id']}, plan {account['plan']})")
             for label, key in account["keys"].items():
-                self.stdout.write(f"    {label:8} {key}")
+                lines.append(f"    {label:8} {key}")
             if "channels" in account:
                 channels = ", ".join(f"{label} {pk}" for label, pk in account["channels"].items())
-                self.stdout.write(f"    channels: {channels}")
+                lines.append(f"    channels: {channels}")
                 posts = ", ".join(f"{label} {pk}" for label, pk in account["posts"].items())
-                self.stdout.write(f"    api channel posts: {posts}")
+                lines.append(f"    api channel posts: {posts}")
             if account.get("blog_url"):
-                self.stdout.write(f"    blog: {account['blog_url']}")
+                lines.append(f"    blog: {account['blog_url']}")
             if account.get("git_repository"):
-                self.stdout.write(f"    git channel commits to {account['git_repository']} (try: git -C ... log)")
+                lines.append(f"    git channel commits to {account['git_repository']} (try: git -C ... log)")
             for role, login in account["logins"].items():
-                self.stdout.write(f"    {role + ' login':12} {login['username']} / {login['password']}")
+                lines.append(f"    {role + ' login':12} {login['username']} / {login['password']}")
         login = result["admin_login"]
-        self.stdout.write(f"Admin site login: {login['username']} / {login['password']}")
+        # Addresses from SITE_URL, which follows PORT and BIND unless set: they reach this deployment.
+        lines.append(f"Admin site: {settings.SITE_URL}/{settings.ADMIN_URL}")
+        lines.append(f"Admin site login: {login['username']} / {login['password']}")
         first_key = result["accounts"][0]["keys"]["all"]
-        self.stdout.write(f"Try: curl -H 'Authorization: Bearer {first_key}' http://127.0.0.1:8000/v1/me")
+        lines.append(f"Try: curl -H 'Authorization: Bearer {first_key}' {settings.SITE_URL}/v1/me")
+        return "\n".join(lines)

@@ -1,10 +1,8 @@
-import json
-
 from django.apps import apps
-from django.core.management.base import BaseCommand, CommandError
 from django.db import models, transaction
 
 from apps.core import crypto
+from apps.core.commands import Failure, JsonCommand
 
 SUFFIX = "_encrypted"
 
@@ -20,16 +18,14 @@ def encrypted_fields() -> list[tuple[type[models.Model], str]]:
     ]
 
 
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = (
         "Encrypt every stored credential again with the newest of FERNET_KEYS. Rotating a key: put the new key "
         "first in FERNET_KEYS (restart), run this, then remove the old key."
     )
+    json_help = "print what was done as JSON (errors on stderr)"
 
-    def add_arguments(self, parser):
-        parser.add_argument("--json", action="store_true", help="print what was done as JSON")
-
-    def handle(self, *args, **options):
+    def run(self, options) -> dict:
         counts, unreadable = {}, []
         for model, name in encrypted_fields():
             label = f"{model._meta.label}.{name}"
@@ -45,13 +41,20 @@ class Command(BaseCommand):
                         unreadable.append(f"{label} of {model._meta.verbose_name} {pk}")
                         continue
                 counts[label] += 1
-        if options["json"]:
-            self.stdout.write(json.dumps({"reencrypted": counts, "unreadable": unreadable}))
-        else:
-            for label, count in counts.items():
-                self.stdout.write(f"{label}: {count} re-encrypted with the newest key")
+        report = {"reencrypted": counts, "unreadable": unreadable}
         if unreadable:
-            raise CommandError(
+            raise Failure(
+                "unreadable_credentials",
                 "No key of FERNET_KEYS opens these (keep the old key until they are entered again): "
-                + ", ".join(unreadable)
+                + ", ".join(unreadable),
+                {"unreadable": unreadable},
+                result=report,
             )
+        return report
+
+    def as_json(self, report: dict) -> dict:
+        return report
+
+    def as_text(self, report: dict) -> str:
+        counts = report["reencrypted"].items()
+        return "\n".join(f"{label}: {count} re-encrypted with the newest key" for label, count in counts)

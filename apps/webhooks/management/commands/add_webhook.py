@@ -1,35 +1,49 @@
-import json
-
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandParser
 
 from apps.accounts.models import Account
+from apps.core.commands import Failure, JsonCommand
 from apps.core.errors import DomainError
+from apps.webhooks.models import SignatureFormat, WebhookEndpoint
 from apps.webhooks.services import endpoint_save
 
 
-class Command(BaseCommand):
+class Command(JsonCommand):
     help = "Add a webhook endpoint to an account and print its id and signing secret."
+    json_help = 'print {"id", "secret", "signature_format"} as JSON (errors on stderr)'
 
-    def add_arguments(self, parser):
+    def add_command_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--account", type=int, required=True)
         parser.add_argument("--url", required=True)
         parser.add_argument("--events", default="", help="comma-separated event kinds; empty means all")
         parser.add_argument("--description", default="")
-        parser.add_argument("--json", action="store_true")
+        parser.add_argument(
+            "--format",
+            choices=SignatureFormat.values,
+            default=SignatureFormat.SERVICE,
+            help="service: the specification's X-Service-* headers (default); standard: Standard Webhooks",
+        )
 
-    def handle(self, *args, **options):
-        try:
-            account = Account.objects.get(pk=options["account"])
-        except Account.DoesNotExist:
-            raise CommandError(f"No account with id {options['account']}") from None
+    def as_json(self, endpoint: WebhookEndpoint) -> dict:
+        return {"id": endpoint.id, "secret": endpoint.secret, "signature_format": endpoint.signature_format}
+
+    def as_text(self, endpoint: WebhookEndpoint) -> str:
+        return (
+            f"Endpoint {endpoint.id} -> {endpoint.url}, signed with {endpoint.get_signature_format_display()}\n"
+            f"Signing secret: {endpoint.secret}"
+        )
+
+    def run(self, options) -> WebhookEndpoint:
+        account = Account.objects.filter(pk=options["account"]).first()
+        if account is None:
+            raise Failure("not_found", f"No account with id {options['account']}.")
         events = [e.strip() for e in options["events"].split(",") if e.strip()]
         try:
-            endpoint = endpoint_save(
-                account=account, url=options["url"], events=events, description=options["description"]
+            return endpoint_save(
+                account=account,
+                url=options["url"],
+                events=events,
+                description=options["description"],
+                signature_format=options["format"],
             )
         except DomainError as exc:
-            raise CommandError(exc.message) from None
-        if options["json"]:
-            self.stdout.write(json.dumps({"id": endpoint.id, "secret": endpoint.secret}))
-        else:
-            self.stdout.write(f"Endpoint {endpoint.id} -> {endpoint.url}\nSigning secret: {endpoint.secret}")
+            raise Failure(exc.code, exc.message, exc.details) from None
