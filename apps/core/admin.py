@@ -87,13 +87,15 @@ def run_on_selected(
 class ObjectButton:
     """A button on an object's change page that POSTs to `<id>/<slug>/` and runs `service(obj)`
     for a user with `permission` ("change", "view"...) on the object; `done` is the message shown
-    after it ran ("{result}" in it: what the service returned)."""
+    after it ran ("{result}" in it: what the service returned). `shown(obj)`: whether the page
+    offers it now (pressed from a page left open, the service says why it does nothing)."""
 
     slug: str
     label: str
     service: Callable
     done: str
     permission: str = "change"
+    shown: Callable | None = None
 
 
 def add_input_error(form, exc: InvalidInput) -> None:
@@ -168,7 +170,7 @@ class ObjectButtonsAdmin(admin.ModelAdmin):
             context["object_buttons"] = [
                 {"label": button.label, "url": self.object_url(self._button_url_name(button), obj)}
                 for button in self.object_buttons
-                if self._may_press(request, obj, button)
+                if self._may_press(request, obj, button) and (button.shown is None or button.shown(obj))
             ]
         return super().render_change_form(request, context, add, change, form_url, obj)
 

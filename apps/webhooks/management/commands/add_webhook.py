@@ -2,7 +2,6 @@ from django.core.management.base import CommandParser
 
 from apps.accounts.models import Account
 from apps.core.commands import Failure, JsonCommand
-from apps.core.errors import DomainError
 from apps.webhooks.models import SignatureFormat, WebhookEndpoint
 from apps.webhooks.services import endpoint_save
 
@@ -37,13 +36,10 @@ class Command(JsonCommand):
         if account is None:
             raise Failure("not_found", f"No account with id {options['account']}.")
         events = [e.strip() for e in options["events"].split(",") if e.strip()]
-        try:
-            return endpoint_save(
-                account=account,
-                url=options["url"],
-                events=events,
-                description=options["description"],
-                signature_format=options["format"],
-            )
-        except DomainError as exc:
-            raise Failure(exc.code, exc.message, exc.details) from None
+        return endpoint_save(
+            account=account,
+            url=options["url"],
+            events=events,
+            description=options["description"],
+            signature_format=options["format"],
+        )
