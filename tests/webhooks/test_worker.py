@@ -58,16 +58,16 @@ def test_worker_retries_on_the_configured_schedule_until_failed(hooked, receiver
 
 def test_an_outage_burns_no_delivery_all_arrive_after_it_in_order_with_their_ids(hooked, receiver, start_worker):
     account, _ = hooked
-    receiver.default = (503, 0)  # down for 20 seconds
+    receiver.default = (503, 0)  # down for 10 seconds
     start_worker(WEBHOOK_RETRY_DELAYS="1,1,1,1")
     ids = []
-    outage_ends = time.monotonic() + 20
-    while len(ids) < 8:  # an event every 2.5 seconds of the outage; beat's sweeper every half second
+    outage_ends = time.monotonic() + 10
+    while len(ids) < 8:  # an event every 1.25 seconds of the outage; beat's sweeper every quarter second
         ids.append(str(emit(account).deliveries.get().pk))
-        deadline = time.monotonic() + 2.5
+        deadline = time.monotonic() + 1.25
         while time.monotonic() < deadline:
             deliveries_sweep()
-            time.sleep(0.5)
+            time.sleep(0.25)
     time.sleep(max(0.0, outage_ends - time.monotonic()))
     receiver.default = (200, 0)
     recovered_at = time.time()
