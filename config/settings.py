@@ -269,6 +269,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
     "socket_connect_timeout": 2,
 }
 if CELERY_BROKER_URL == "filesystem://":
+    # kombu's filesystem transport, its messages written whole before a worker can see them (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
     _broker_dir = Path(env.str("FILESYSTEM_BROKER_DIR", default=str(VAR_DIR / "broker")))
     for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
