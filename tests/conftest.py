@@ -413,15 +413,16 @@ def start_web():
 @pytest.fixture
 def use_broker():
     """Point this process's task publishing at another broker for the test."""
-    original = celery_app.conf.broker_url
+    original = celery_app.conf.broker_url, celery_app.conf.broker_transport
 
-    def switch(url: str) -> None:
-        celery_app.conf.broker_url = url
+    def switch(url: str, transport: str | None = None) -> None:
+        # The embedded default names its transport (config/broker.py), which would win over the URL's scheme.
+        celery_app.conf.broker_url, celery_app.conf.broker_transport = url, transport
         celery_app._pool = None
         celery_app.amqp._producer_pool = None
 
     yield switch
-    switch(original)
+    switch(*original)
 
 
 @pytest.fixture
