@@ -257,9 +257,15 @@ class Server:
                 kept = [(name, value) for name, value in kept if name != b"connection"] + [(b"connection", b"close")]
             started["message"] = {"type": "http.response.start", "status": int(status[:3]), "headers": kept}
 
+        async def sending(message: dict) -> None:
+            # granian's send() returns an awaitable that is not a coroutine, which
+            # run_coroutine_threadsafe refuses (a TypeError that read as a client gone: every answer
+            # past STREAM_AFTER_BYTES was granian's bare 500).
+            await send(message)
+
         def send_now(message: dict) -> None:
             try:
-                asyncio.run_coroutine_threadsafe(send(message), loop).result()
+                asyncio.run_coroutine_threadsafe(sending(message), loop).result()
             except Exception as exc:
                 raise ClientGone from exc
 

@@ -178,3 +178,16 @@ def test_the_application_gets_the_environ_gunicorn_gave_it():
 )
 def test_the_scheme_comes_from_a_trusted_proxys_headers_only(client, headers, scheme):
     assert build_environ(scope(client, headers), PROXIES)["wsgi.url_scheme"] == scheme
+
+
+def test_an_answer_larger_than_the_streaming_threshold_reaches_the_client_whole(start_web, client):
+    """Answers past STREAM_AFTER_BYTES are sent in parts from the application's thread (the schema,
+    about 400 kB, is one): through granian, as users get them."""
+    from config.asgi import STREAM_AFTER_BYTES
+
+    expected = client.get("/v1/openapi.json").content
+    assert len(expected) > STREAM_AFTER_BYTES
+    web = start_web()
+    response = requests.get(f"{web.url}/v1/openapi.json", timeout=30)
+    assert response.status_code == 200, response.text[:200]
+    assert response.content == expected
