@@ -18,7 +18,6 @@ run and asserts that every error count is zero.
 """
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -43,6 +42,7 @@ BIN = Path(sys.executable).parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.procfile import ProcfileProcess, procfile_lines  # noqa: E402
 from tests.receiver import Receiver  # noqa: E402
 
 CSRF_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
@@ -88,11 +88,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def procfile() -> dict[str, str]:
-    lines = (ROOT / "Procfile").read_text().splitlines()
-    return {name: command.strip() for name, _, command in (line.partition(":") for line in lines) if command}
 
 
 class FormFields(HTMLParser):
@@ -215,37 +210,6 @@ class Editor:
             saves.saved_at[title] = time.time()
 
 
-class Process:
-    """A Procfile line run by bash in its own process group (pool children go with it), its output in a log."""
-
-    def __init__(self, name: str, command: str, env: dict, logs: Path) -> None:
-        self.name = name
-        self.log_path = logs / f"{name}.log"
-        self._log = self.log_path.open("w")
-        self.popen = subprocess.Popen(
-            ["bash", "-c", command], cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def signal(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.popen.pid, signum)
-
-    def stop(self, timeout: float = 30) -> None:
-        """SIGTERM to the group, as honcho sends it; SIGKILL to what is left after `timeout`."""
-        if self._log.closed:
-            return
-        self.signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=timeout)
-        self.signal(signal.SIGKILL)
-        self.popen.wait(timeout=10)
-        self._log.close()
-
-
 class EmbeddedDefault:
     """The Procfile's processes on a database file and broker folder of their own, in `directory`."""
 
@@ -273,7 +237,7 @@ class EmbeddedDefault:
             "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
             **env,
         }
-        self.processes: dict[str, Process] = {}
+        self.processes: dict[str, ProcfileProcess] = {}
         self.seed: dict = {}
 
     def manage(self, *args: str) -> str:
@@ -293,14 +257,14 @@ class EmbeddedDefault:
 
     def start(self, names: tuple[str, ...] = ("web", "worker", "beat")) -> None:
         """Start these Procfile lines and wait until they serve; all are stopped if one does not start."""
-        lines = procfile()
+        lines = procfile_lines(ROOT)
         for name in names:
-            self.processes[name] = Process(name, lines[name], self.env, self.logs)
+            self.processes[name] = ProcfileProcess(name, lines[name], ROOT, self.env, self.logs)
         deadline = time.monotonic() + 60
         try:
             while not all(self._ready(name) for name in names):
                 for process in self.processes.values():
-                    if process.popen.poll() is not None:
+                    if process.has_exited():
                         raise RuntimeError(f"{process.name} ended at start-up:\n{process.log()[-3000:]}")
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"not started in 60 s:\n{self.logs_text()}")
@@ -322,7 +286,7 @@ class EmbeddedDefault:
 
     def stop(self) -> None:
         for process in self.processes.values():
-            process.signal(signal.SIGTERM)
+            process.signal_group(signal.SIGTERM)
         for process in self.processes.values():
             process.stop()
 

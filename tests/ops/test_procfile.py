@@ -17,6 +17,7 @@ import requests
 from django.conf import settings
 
 from tests.conftest import free_port
+from tests.procfile import ProcfileProcess, procfile_lines
 
 VENV_BIN = Path(sys.prefix) / "bin"
 RELEASE_TIMEOUT = 120
@@ -38,11 +39,6 @@ def fresh_checkout(destination: Path) -> Path:
     return destination
 
 
-def procfile_lines(checkout: Path) -> dict[str, str]:
-    lines = (checkout / "Procfile").read_text().splitlines()
-    return dict(line.split(":", 1) for line in lines if line.strip() and not line.startswith("#"))
-
-
 def fresh_environment(**extra: str) -> dict[str, str]:
     """A new environment, as a process manager gives one: the project's virtualenv first on PATH, no
     DATABASE_URL, REDIS_URL or CELERY_* (the embedded defaults: SQLite in the checkout and the
@@ -50,38 +46,6 @@ def fresh_environment(**extra: str) -> dict[str, str]:
     kept = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
     kept["PATH"] = os.pathsep.join([str(VENV_BIN), kept.get("PATH", os.defpath)])
     return {**kept, **extra}
-
-
-class ProcfileProcess:
-    """One Procfile line run through `bash -c` in the checkout, in its own process group, its output
-    in a log file."""
-
-    def __init__(self, name: str, command: str, checkout: Path, env: dict[str, str], logs: Path) -> None:
-        self.name = name
-        self.log_path = logs / f"{name}.log"
-        self._log = self.log_path.open("w")
-        self.process = subprocess.Popen(
-            ["bash", "-c", command], cwd=checkout, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def has_exited(self) -> bool:
-        return self.process.poll() is not None
-
-    def signal_group(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signum)
-
-    def wait_then_kill(self, deadline: float) -> None:
-        """Wait for the process until `deadline`, then kill its whole group (pool children included)."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        self.signal_group(signal.SIGKILL)
-        self.process.wait(timeout=10)
-        self._log.close()
 
 
 @pytest.fixture

@@ -106,8 +106,8 @@ def test_a_worker_sent_sigterm_with_all_its_processes_ends_its_task_and_records_
         save_a_post(site)
         wait_until(lambda: slow_receiver.in_flight == 1, timeout=20, step=0.05)
         stopping = time.monotonic()
-        worker.signal(signal.SIGTERM)
-        worker.popen.wait(timeout=30)
+        worker.signal_group(signal.SIGTERM)
+        worker.process.wait(timeout=30)
         took = time.monotonic() - stopping
     finally:
         worker.stop(timeout=1)
