@@ -240,12 +240,15 @@ def send(
     return outcome
 
 
+def _headers(event: str) -> dict:
+    """What a request carries in either signature format."""
+    return {"Content-Type": "application/json", "User-Agent": USER_AGENT, "X-Service-Event": event}
+
+
 def _service_headers(secret: str, body: bytes, event: str, delivery_id: str) -> dict:
     timestamp = str(int(time.time()))
     return {
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-        "X-Service-Event": event,
+        **_headers(event),
         "X-Service-Delivery": delivery_id,
         "X-Service-Timestamp": timestamp,
         "X-Service-Signature": sign(secret, timestamp, body),
@@ -255,9 +258,7 @@ def _service_headers(secret: str, body: bytes, event: str, delivery_id: str) -> 
 def _send_standard(url: str, secret: str, previous_secret: str, body: bytes, event: str, delivery_id: str) -> Outcome:
     timestamp = str(int(time.time()))
     headers = {
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-        "X-Service-Event": event,
+        **_headers(event),
         "webhook-id": delivery_id,
         "webhook-timestamp": timestamp,
     }
