@@ -183,6 +183,12 @@ def manage(monkeypatch, capsys):
     return run
 
 
+def json_error(err: str) -> dict:
+    """The one JSON line a failed --json run writes to stderr."""
+    [line] = err.strip().splitlines()
+    return json.loads(line)["error"]
+
+
 def wait_until(condition, timeout: float = 30.0, step: float = 0.2, action=None) -> None:
     """Poll `condition` (running `action` before each look) until it holds; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout

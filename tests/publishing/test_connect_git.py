@@ -18,7 +18,7 @@ from apps.core import crypto
 from apps.posts.services import post_create, post_publish_now
 from apps.publishing.git.models import GitDestination
 from apps.publishing.services import channel_run
-from tests.conftest import database_url, requires_postgres
+from tests.conftest import database_url, json_error, requires_postgres
 from tests.factories import ChannelFactory
 from tests.publishing.conftest import files, history
 
@@ -53,12 +53,6 @@ def ed25519_pair() -> tuple[str, str]:
     ).decode()
     public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     return private, public.decode()
-
-
-def json_error(err: str) -> dict:
-    """The one JSON line a failed --json run writes to stderr."""
-    [line] = err.strip().splitlines()
-    return json.loads(line)["error"]
 
 
 def test_connect_git_sets_a_channel_up_with_a_token_from_the_environment(run, git_only, token_env, private_targets):

@@ -14,6 +14,7 @@ from apps.posts.services import post_create, post_publish_now
 from apps.publishing.linkedin.models import LinkedInConnection
 from apps.publishing.models import JobState, PublicationJob
 from apps.publishing.services import channel_run
+from tests.conftest import json_error
 from tests.factories import ChannelFactory
 
 pytestmark = pytest.mark.django_db
@@ -42,12 +43,6 @@ def connect(*args) -> tuple[int, str]:
     except SystemExit as exit:
         return exit.code, out.getvalue()
     return 0, out.getvalue()
-
-
-def json_error(err: str) -> dict:
-    """The one JSON line a failed --json run writes to stderr."""
-    [line] = err.strip().splitlines()
-    return json.loads(line)["error"]
 
 
 def test_connect_linkedin_stores_the_token_and_prints_the_connection_without_it(channel, token, capsys):

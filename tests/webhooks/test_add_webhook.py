@@ -9,6 +9,7 @@ import pytest
 
 from apps.webhooks.models import WebhookEndpoint
 from apps.webhooks.services import delivery_attempt
+from tests.conftest import json_error
 from tests.webhooks.verifying import standard_verifier, start
 
 pytestmark = pytest.mark.django_db
@@ -18,11 +19,6 @@ pytestmark = pytest.mark.django_db
 def run(manage):
     """Run `manage.py add_webhook ARGS`; (exit code, stdout, stderr)."""
     return lambda *args: manage("add_webhook", *args)
-
-
-def json_error(err: str) -> dict:
-    [line] = err.strip().splitlines()
-    return json.loads(line)["error"]
 
 
 def test_format_standard_adds_an_endpoint_whose_deliveries_the_library_verifies_with_the_printed_secret(
