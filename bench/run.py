@@ -4,7 +4,8 @@ reads at scale (one channel of up to 1,000,000 posts, bench/scale.py), publishin
 committed to a local git repository against a dulwich loop, webhooks while git remotes hang,
 bench/publishing.py) and the blogs' public pages (against pages rendered on every request, and in
 a channel of 100,000 posts against one of 100, bench/blog.py) and the embedded default (SQLite and the
-filesystem broker) while editors save in the admin (bench/embedded.py).
+filesystem broker) while editors save in the admin (bench/embedded.py), and a newsletter edition to
+100,000 subscribers into a local SMTP sink against a plain smtplib loop (bench/newsletter.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
@@ -13,7 +14,8 @@ process groups) whatever happens. Prints the results table and writes it to benc
 (a run of the publishing or the blog part alone replaces only its section there). Logs of the started
 processes are in bench/.work/.
 
-    python bench/run.py [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded] [--duration 20]
+    python bench/run.py [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded,newsletter]
+                        [--duration 20] [--newsletter-subscribers 100000]
                         [--scale-sizes 1000,20000] [--publishing-posts 1000] [--blog-sizes 100,2000]
 """
 
@@ -74,7 +76,7 @@ LIST_POSTS = 1000
 WEBHOOK_EVENTS = 10_000
 WEBHOOK_BATCH = 500
 PLAN_SIZES = (10_000, 100_000)
-PARTS = ("api", "webhooks", "plan", "isolation", "scale", "publishing", "blog", "embedded")
+PARTS = ("api", "webhooks", "plan", "isolation", "scale", "publishing", "blog", "embedded", "newsletter")
 
 ENV = {
     "DATABASE_URL": f"{PG_SERVER}/{DB_NAME}",
@@ -897,6 +899,7 @@ def report(
     publishing: dict | None = None,
     blog: dict | None = None,
     embedded: dict | None = None,
+    newsletter: dict | None = None,
 ) -> str:
     lines = [
         "# Benchmark results",
@@ -1015,6 +1018,10 @@ def report(
         from bench.embedded import embedded_section
 
         lines += embedded_section(embedded)
+    if newsletter:
+        from bench.newsletter import newsletter_section
+
+        lines += newsletter_section(newsletter)
     return "\n".join(lines)
 
 
@@ -1096,6 +1103,7 @@ def main() -> int:
         type=lambda text: tuple(int(n) for n in text.split(",")),
         help="posts in the blog part's small and large channels, e.g. 100,2000 (default 100,100000)",
     )
+    parser.add_argument("--newsletter-subscribers", type=int, default=100_000, help="the newsletter part's audience")
     args = parser.parse_args()
     parts = set(args.only.split(","))
     WORK.mkdir(parents=True, exist_ok=True)
@@ -1107,7 +1115,7 @@ def main() -> int:
     flush_redis()
     setup_django()
     info = machine()
-    api = hooks = plan = isolation = scale = publishing = blog = embedded = None
+    api = hooks = plan = isolation = scale = publishing = blog = embedded = newsletter = None
     try:
         if "api" in parts:
             print("bench: API throughput", flush=True)
@@ -1143,10 +1151,15 @@ def main() -> int:
             from bench.embedded import bench_embedded
 
             embedded = bench_embedded()
+        if "newsletter" in parts:
+            print("bench: newsletter", flush=True)
+            from bench.newsletter import bench_newsletter
+
+            newsletter = bench_newsletter(args.newsletter_subscribers)
     finally:
         Process.stop_all()
         flush_redis()
-    text = report(info, api, hooks, plan, isolation, scale, publishing, blog, embedded)
+    text = report(info, api, hooks, plan, isolation, scale, publishing, blog, embedded, newsletter)
     text += f"\nThe whole benchmark took {math.ceil(time.monotonic() - started)} s.\n"
     print("\n" + text)
     if parts == set(PARTS):
@@ -1187,6 +1200,12 @@ def main() -> int:
 
         RESULTS.write_text(replace_section(RESULTS.read_text(), embedded_section(embedded)))
         print(f"bench: embedded default section written to {RESULTS.relative_to(ROOT)}")
+    elif parts == {"newsletter"} and args.newsletter_subscribers == parser.get_default("newsletter_subscribers"):
+        from bench.newsletter import newsletter_section
+        from bench.publishing import replace_section
+
+        RESULTS.write_text(replace_section(RESULTS.read_text(), newsletter_section(newsletter)))
+        print(f"bench: newsletter section written to {RESULTS.relative_to(ROOT)}")
     return 0
 
 

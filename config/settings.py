@@ -143,6 +143,7 @@ INSTALLED_APPS = [
     "apps.publishing",
     "apps.publishing.git",
     "apps.publishing.linkedin",
+    "apps.publishing.newsletter",
     "apps.blog",
     "apps.demo",
 ]
@@ -575,6 +576,72 @@ GIT_ALLOW_LOCAL_REPOSITORIES = _bool("GIT_ALLOW_LOCAL_REPOSITORIES", default=Fal
 # Each worker keeps a bare copy of the repositories it publishes to, so a job fetches only what
 # is new; losing it costs one full fetch.
 GIT_CACHE_DIR = Path(env.str("GIT_CACHE_DIR", default=str(VAR_DIR / "git-cache")))
+
+# --- Newsletter channels (apps/publishing/newsletter, docs/newsletter.md) ---
+# Messages per second each newsletter channel sends at most (0: as fast as the mail server takes them).
+NEWSLETTER_SEND_RATE = _non_negative_int("NEWSLETTER_SEND_RATE", 50)
+# Recipients a sender takes at a time (one mail-server connection each).
+NEWSLETTER_BATCH_SIZE = _int_between("NEWSLETTER_BATCH_SIZE", 100, 1, 10000)
+
+
+def _rate(name: str, default: str) -> tuple[int, int]:
+    """A budget such as `10/h` (per second, minute, hour or day) as (count, seconds)."""
+    raw = env.str(name, default=default).strip()
+    match = re.fullmatch(r"([1-9][0-9]*)/([smhd])", raw)
+    if not match:
+        raise ImproperlyConfigured(f"{name} must be a count per unit, like 10/h (units: s, m, h, d), got {raw!r}")
+    return int(match[1]), {"s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]]
+
+
+# Subscriptions the public form takes per client address (count, seconds); bots get the same page.
+NEWSLETTER_SUBSCRIBE_RATE = _rate("NEWSLETTER_SUBSCRIBE_RATE", "10/h")
+
+
+def _anymail() -> dict:
+    """Every ANYMAIL_<NAME> variable as django-anymail's setting <NAME>: a provider's API key, sender
+    domain or webhook signing key (ANYMAIL_POSTMARK_SERVER_TOKEN, ANYMAIL_MAILGUN_WEBHOOK_SIGNING_KEY...).
+    Text, except true/false (a flag), a JSON object or list (SEND_DEFAULTS, AMAZON_SES_CLIENT_PARAMS)
+    and REQUESTS_TIMEOUT (seconds). WEBHOOK_SECRET is `user:password`, several comma-separated while
+    a provider's webhook moves to a new one."""
+    found: dict = {}
+    for name in sorted(name for name in env.ENVIRON if name.startswith("ANYMAIL_")):
+        raw = env.ENVIRON[name].strip()  # as written: environ's reading takes a leading $ as a reference
+        if not raw:
+            continue
+        key = name.removeprefix("ANYMAIL_")
+        if raw.lower() in {"true", "false"}:
+            found[key] = raw.lower() == "true"
+        elif raw[0] in "{[":
+            try:
+                found[key] = env.json(name)
+            except ValueError as exc:
+                raise ImproperlyConfigured(f"{name} must be valid JSON, got {raw!r}: {exc}") from exc
+        elif key == "REQUESTS_TIMEOUT":
+            if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", raw) or float(raw) <= 0:
+                raise ImproperlyConfigured(f"{name} must be a positive number of seconds, got {raw!r}")
+            found[key] = float(raw)
+        elif key == "WEBHOOK_SECRET":
+            found[key] = [secret.strip() for secret in raw.split(",")]
+            if not all(re.fullmatch(r"[^:\s]+:\S+", secret) for secret in found[key]):
+                raise ImproperlyConfigured(
+                    f"{name} must be user:password (several comma-separated while rotating), without spaces"
+                )
+        else:
+            found[key] = raw
+    return found
+
+
+# --- E-mail providers through django-anymail (EMAIL_BACKEND=anymail.backends.<esp>.EmailBackend) ---
+ANYMAIL = _anymail()
+# The providers' tracking webhooks (bounces, complaints: apps/publishing/newsletter/tracking.py) take
+# only calls with the basic-auth secret, or the provider's signature. Production serves them only once
+# that secret is set, and a provider sending the mail needs it: unanswered bounces ruin a sender's name.
+if IS_PRODUCTION and EMAIL_BACKEND.startswith("anymail.") and "WEBHOOK_SECRET" not in ANYMAIL:
+    raise ImproperlyConfigured(
+        "ANYMAIL_WEBHOOK_SECRET (user:password) must be set when EMAIL_BACKEND is a provider's in production: "
+        "its bounce and complaint webhooks (docs/newsletter.md) are not served without it"
+    )
+NEWSLETTER_TRACKING_WEBHOOKS = "WEBHOOK_SECRET" in ANYMAIL or not IS_PRODUCTION
 
 # --- LinkedIn channels (apps/publishing/linkedin, docs/publishing.md) ---
 # The LinkedIn app's credentials (developer portal → your app → Auth). Without them the Settings

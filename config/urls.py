@@ -1,3 +1,4 @@
+from anymail.urls import urlpatterns as anymail_urlpatterns
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
@@ -10,6 +11,7 @@ v1 = [
     path("", include("apps.accounts.urls")),
     path("", include("apps.channels.urls")),
     path("", include("apps.posts.urls")),
+    path("", include("apps.publishing.newsletter.urls")),
     path("", include("apps.users.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     # The split view serves its start-up script as a file, so the page needs no inline script (CSP).
@@ -28,6 +30,12 @@ urlpatterns = [
     path("", include("apps.blog.urls")),
     re_path(r"^v\d+/", UnknownPathView.as_view()),
 ]
+
+# E-mail providers' reports of bounces and complaints (apps/publishing/newsletter/tracking.py), where
+# they check who calls (config/settings.py). Anymail's inbound-mail views are left out: nothing takes mail in.
+if settings.NEWSLETTER_TRACKING_WEBHOOKS:
+    tracking_webhooks = [pattern for pattern in anymail_urlpatterns if pattern.name.endswith("tracking_webhook")]
+    urlpatterns.append(path("newsletter/anymail/", include((tracking_webhooks, "anymail"))))
 
 handler400 = "apps.api.errors.bad_request"
 handler403 = "apps.api.errors.permission_denied"

@@ -187,3 +187,22 @@ class PublicationJobFactory(factory.django.DjangoModelFactory):
     post_id = factory.LazyAttribute(lambda o: PostFactory(channel=o.channel).pk)
     title = "A post"
     action = "publish"
+
+
+class NewsletterChannelFactory(ChannelFactory):
+    """A newsletter channel (its public page is /blog/<handle>/, made from the title)."""
+
+    platform = "newsletter"
+
+
+class SubscriberFactory(factory.django.DjangoModelFactory):
+    """A confirmed subscriber of a newsletter channel (`status="unconfirmed"` for one who has not)."""
+
+    class Meta:
+        model = "publishing_newsletter.Subscriber"
+
+    channel = factory.SubFactory(NewsletterChannelFactory)
+    email = factory.Sequence(lambda n: f"reader{n}@example.com")
+    name = factory.Sequence(lambda n: f"Reader {n}")
+    status = "confirmed"
+    confirmed_at = factory.LazyAttribute(lambda o: timezone.now() if o.status == "confirmed" else None)

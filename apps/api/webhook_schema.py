@@ -10,7 +10,9 @@ from drf_spectacular.settings import spectacular_settings
 from drf_spectacular.utils import OpenApiResponse, OpenApiWebhook, extend_schema, extend_schema_field
 from rest_framework import serializers
 
+from apps.channels.serializers import ChannelRefSerializer
 from apps.posts.serializers import PostContentSerializer, PublicationSerializer
+from apps.publishing.newsletter.serializers import SubscriberSerializer
 from apps.users.serializers import EventAccountSerializer, UserEventDataSerializer
 from apps.webhooks.models import EventKind, SignatureFormat
 
@@ -25,6 +27,12 @@ class PostFailedEventDataSerializer(serializers.Serializer):
     post = PostContentSerializer(allow_null=True, help_text="The post as it is now; null once it was deleted.")
     post_id = serializers.IntegerField(help_text="The post's id, also once it was deleted.")
     publication = PublicationSerializer(help_text="The job that failed for good; `last_error` says why.")
+
+
+class SubscriberEventDataSerializer(serializers.Serializer):
+    # apps/publishing/newsletter/serializers.subscriber_webhook_data writes it.
+    subscriber = SubscriberSerializer(help_text="The subscriber as the API shows it, after the change.")
+    channel = ChannelRefSerializer(help_text="The newsletter channel whose list it is.")
 
 
 class _UserEventData(UserEventDataSerializer):
@@ -78,6 +86,8 @@ DATA: dict[str, type[serializers.Serializer]] = {
     EventKind.POST_PUBLISHED: PostEventDataSerializer,
     EventKind.POST_UNPUBLISHED: PostEventDataSerializer,
     EventKind.POST_FAILED: PostFailedEventDataSerializer,
+    EventKind.SUBSCRIBER_CONFIRMED: SubscriberEventDataSerializer,
+    EventKind.SUBSCRIBER_UNSUBSCRIBED: SubscriberEventDataSerializer,
     EventKind.USER_CREATED: UserCreatedEventDataSerializer,
     EventKind.USER_UPDATED: UserUpdatedEventDataSerializer,
     EventKind.USER_DELETED: UserDeletedEventDataSerializer,
@@ -92,6 +102,9 @@ SUMMARIES = {
     EventKind.POST_PUBLISHED: "A post was published",
     EventKind.POST_UNPUBLISHED: "A published post was taken back to draft",
     EventKind.POST_FAILED: "A post's publication job (git, LinkedIn) failed for good",
+    EventKind.SUBSCRIBER_CONFIRMED: "A newsletter's subscriber confirmed, or was added as having opted in elsewhere",
+    EventKind.SUBSCRIBER_UNSUBSCRIBED: "A newsletter's subscriber unsubscribed (one click in their mail client, "
+    "or the unsubscribe page's button)",
     EventKind.USER_CREATED: "A user was created",
     EventKind.USER_UPDATED: "A user was changed; `data.changed` names the fields",
     EventKind.USER_DELETED: "A user was deleted; `data.user` is the user before",

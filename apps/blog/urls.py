@@ -1,5 +1,7 @@
-"""The public site on the service's host: each blog under /blog/<handle>/, the previews of the
-Settings area, robots.txt. A blog's own domain has the same pages at its root (domain_urls.py)."""
+"""The public site on the service's host: each blog and newsletter under /blog/<handle>/, the
+previews of the Settings area, robots.txt, and the pages the links of newsletters' e-mails open
+(on this host only, whatever the newsletter's domain). A channel's own domain has its pages at its
+root (domain_urls.py)."""
 
 from django.urls import path
 
@@ -9,7 +11,8 @@ app_name = "blog"
 
 
 def blog_pages(prefix: str) -> list:
-    """A blog's pages under `prefix` ("" on its own domain), by the names Channel.public_url uses."""
+    """A blog's pages under `prefix` ("" on its own domain), by the names Channel.public_url uses
+    (a newsletter's index takes its subscribe form's posts too)."""
     return [
         path(f"{prefix}", views.index, name="index"),
         path(f"{prefix}feed.xml", feeds.feed, name="feed"),
@@ -24,5 +27,7 @@ urlpatterns = [
     path("robots.txt", views.robots, name="robots"),
     path("blog-domains/check", views.domain_check, name="domain_check"),
     path("preview/<int:post_id>/", views.preview, name="preview"),
+    path("newsletter/confirm/<slug:token>/", views.newsletter_confirm, name="newsletter_confirm"),
+    path("newsletter/unsubscribe/<slug:token>/", views.newsletter_unsubscribe, name="newsletter_unsubscribe"),
     *blog_pages("blog/<slug:handle>/"),
 ]

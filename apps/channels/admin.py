@@ -4,7 +4,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.channels.models import Channel, Platform, Team, normalize_domain
+from apps.channels.models import SITE_PLATFORMS, Channel, Platform, Team, normalize_domain
 from apps.core.admin import channel_setup
 from apps.core.counts import count_of
 
@@ -29,7 +29,8 @@ class TeamAdmin(admin.ModelAdmin):
         return (*self.readonly_fields, "account") if obj else self.readonly_fields
 
 
-# A blog channel's public site (apps/blog): shown and saved for blog channels only.
+# A blog channel's public site (apps/blog), which a newsletter has too (its subscribe form and archive):
+# shown and saved for those channels only.
 BLOG_FIELDS = ("handle", "domain", "description", "language", "time_zone", "accent_color", "logo_url")
 # Settings with a default that an empty field stands for (a form posted without them, a field cleared).
 DEFAULTED_FIELDS = ("language", "time_zone", "accent_color")
@@ -86,7 +87,7 @@ class ChannelForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         platform = cleaned.get("platform") or self.instance.platform
-        if platform != Platform.BLOG:
+        if platform not in SITE_PLATFORMS:
             # Other platforms have no public site: what was typed for one is not kept (nor checked
             # against other blogs' handles and domains).
             for name in BLOG_FIELDS:
@@ -116,13 +117,16 @@ class ChannelAdmin(admin.ModelAdmin):
             blog = {
                 "fields": BLOG_FIELDS,
                 "classes": ("collapse",),
-                "description": "For blog channels only (their public site); other platforms ignore these.",
+                "description": "For blog and newsletter channels (their public site); other platforms ignore these.",
             }
             return (main, ("Blog", blog), dates)
-        if obj.platform != Platform.BLOG:
+        if obj.platform not in SITE_PLATFORMS:
             return (main, dates)
-        blog = {"fields": ("public_address", *BLOG_FIELDS), "description": "The blog's public site (docs/blog.md)."}
-        return (main, ("Blog", blog), dates)
+        if obj.platform == Platform.NEWSLETTER:
+            site = "Public page", "Its subscribe form and the archive of its editions (docs/newsletter.md)."
+        else:
+            site = "Blog", "The blog's public site (docs/blog.md)."
+        return (main, (site[0], {"fields": ("public_address", *BLOG_FIELDS), "description": site[1]}), dates)
 
     def view_on_site(self, obj: Channel) -> str | None:
         return obj.public_url()

@@ -15,12 +15,17 @@ class Platform(models.TextChoices):
     BLOG = "blog", "Blog"
     GIT = "git", "Git"
     LINKEDIN = "linkedin", "LinkedIn"
+    # Beyond the specification's list of values: its editions are mailed to the channel's
+    # subscribers (apps/publishing/newsletter), and its public page is its archive.
+    NEWSLETTER = "newsletter", "Newsletter"
     API = "api", "API (external publishing)"
 
 
 # Platforms whose posts go out through a destination set up for the channel (apps/publishing): a
 # post is `published` once the destination confirms. Blog channels are their own destination.
-DESTINATION_PLATFORMS = frozenset({Platform.GIT, Platform.LINKEDIN})
+DESTINATION_PLATFORMS = frozenset({Platform.GIT, Platform.LINKEDIN, Platform.NEWSLETTER})
+# Platforms with a public site (apps/blog): a blog's pages, a newsletter's archive and subscribe form.
+SITE_PLATFORMS = frozenset({Platform.BLOG, Platform.NEWSLETTER})
 
 DEFAULT_IMAGE_WIDTH = 1200
 DEFAULT_ACCENT_COLOR = "#2563eb"
@@ -117,7 +122,8 @@ class Channel(models.Model):
         blank=True,
         unique=True,
         validators=[validate_handle],
-        help_text="Blogs: the address /blog/<handle>/ on the service's host. Left empty, it is made from the title.",
+        help_text="Blogs and newsletters: the address /blog/<handle>/ on the service's host. Left empty, it is made "
+        "from the title.",
     )
     domain = models.CharField(
         max_length=253,
@@ -125,8 +131,8 @@ class Channel(models.Model):
         blank=True,
         unique=True,
         validators=[validate_domain],
-        help_text="Blogs: a host name of the blog's own (blog.example.com), whose DNS points at the service; the "
-        "blog is then at its root. See docs/blog.md.",
+        help_text="Blogs and newsletters: a host name of the blog's own (blog.example.com), whose DNS points at the "
+        "service; the blog is then at its root. See docs/blog.md.",
     )
     # db_default on each: rows inserted by raw SQL (or an older release's code mid-deploy) get them too.
     description = models.CharField(
@@ -134,28 +140,28 @@ class Channel(models.Model):
         blank=True,
         default="",
         db_default="",
-        help_text="Blogs: one line under the blog's name, and its feed's subtitle.",
+        help_text="Blogs and newsletters: one line under the blog's name, and its feed's subtitle.",
     )
     language = models.CharField(
         max_length=35,
         default="en",
         db_default="en",
         validators=[language_validator],
-        help_text="Blogs: the language of its pages.",
+        help_text="Blogs and newsletters: the language of its pages.",
     )
     time_zone = models.CharField(
         max_length=64,
         default="UTC",
         db_default="UTC",
         validators=[validate_time_zone],
-        help_text="Blogs: dates are shown in this zone.",
+        help_text="Blogs and newsletters: dates are shown in this zone.",
     )
     accent_color = models.CharField(
         max_length=7,
         default=DEFAULT_ACCENT_COLOR,
         db_default=DEFAULT_ACCENT_COLOR,
         validators=[accent_color_validator],
-        help_text="Blogs: the colour of links and the header's line, as #rrggbb.",
+        help_text="Blogs and newsletters: the colour of links and the header's line, as #rrggbb.",
     )
     logo_url = models.URLField(
         max_length=2000,
@@ -163,7 +169,7 @@ class Channel(models.Model):
         default="",
         db_default="",
         validators=[URLValidator(schemes=["https"])],
-        help_text="Blogs: an https:// image shown beside the blog's name (about 48 pixels high).",
+        help_text="Blogs and newsletters: an https:// image shown beside the blog's name (about 48 pixels high).",
     )
     # Names the state of the channel and of everything its API representations show: its team,
     # its posts with their tags and media, their number. The database's triggers (migration
@@ -190,7 +196,7 @@ class Channel(models.Model):
         return f"{self.title} ({self.platform})"
 
     def save(self, *args, **kwargs) -> None:
-        if self.platform == Platform.BLOG and not self.handle:
+        if self.platform in SITE_PLATFORMS and not self.handle:
             self.handle = self.free_handle()
             if kwargs.get("update_fields") is not None:
                 kwargs["update_fields"] = {*kwargs["update_fields"], "handle"}
@@ -218,7 +224,7 @@ class Channel(models.Model):
 
     @property
     def has_public_site(self) -> bool:
-        return self.platform == Platform.BLOG and bool(self.handle or self.domain)
+        return self.platform in SITE_PLATFORMS and bool(self.handle or self.domain)
 
     def public_url(self, name: str = "blog:index", **kwargs) -> str | None:
         """The absolute address of one of the blog's pages (by its URL name in apps/blog), on its

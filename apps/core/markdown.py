@@ -102,11 +102,12 @@ def sanitize(fragment: str) -> str:
     return _cleaner().clean(fragment)
 
 
-def render_markdown(body: str) -> str:
-    """The body as safe HTML (an empty body is an empty string)."""
+def render_markdown(body: str, *, anchors: bool = True) -> str:
+    """The body as safe HTML (an empty body is an empty string). `anchors=False`: no permalink after
+    each heading, for a copy read away from the post's page (an e-mail)."""
     if not body:
         return ""
-    return sanitize(_parser().render(body))
+    return sanitize(_parser(anchors=anchors).render(body))
 
 
 # Where a line or block starts or ends in the rendered HTML (markdown_text(paragraphs=True)): a line
@@ -115,18 +116,33 @@ def render_markdown(body: str) -> str:
 _LINE = re.compile(r"<(li|tr)\b[^>]*>|<br\s*/?>")
 _BLOCK_END = re.compile(r"</(p|h[1-6]|blockquote|pre|table)>|</(ul|ol)>(?!\s*</li>)|<hr\s*/?>")
 _CODE = re.compile(r"<pre\b.*?</pre>", re.DOTALL)
+_LINK = re.compile(r"<a\s[^>]*?\bhref=\"([^\"]*)\"[^>]*>(.*?)</a>", re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _link_text(match: re.Match) -> str:
+    # A link within the text (a footnote's), one that shows its own address and one the HTML would
+    # not keep (a `javascript:` one of the body's raw HTML) keep their text only.
+    address, text = match.group(1), match.group(2)
+    shown, target = html.unescape(_TAG.sub("", text)).strip(), html.unescape(address)
+    if target.startswith("#") or target.removeprefix("mailto:") == shown or _scheme(target) not in URL_SCHEMES | {""}:
+        return text
+    return f"{text} ({address})"
 
 
 def _line(match: re.Match) -> str:
     return "\n" + match.group(0) if match.group(1) else match.group(0) + "\n"
 
 
-def markdown_text(body: str, *, limit: int | None = None, paragraphs: bool = False) -> str:
+def markdown_text(body: str, *, limit: int | None = None, paragraphs: bool = False, links: bool = False) -> str:
     """The body as plain text on one line (for a meta description or a preview), cut at a word
     before `limit` characters with an ellipsis; with `paragraphs`, its blocks stay apart (blank
     lines between paragraphs, a line per list item), for places that show text as it is written
-    (a LinkedIn post)."""
+    (a LinkedIn post); with `links`, each link's address follows its text in brackets (an e-mail's
+    text part)."""
     rendered = _parser(anchors=False).render(body or "")
+    if links:
+        rendered = _LINK.sub(_link_text, rendered)
     if not paragraphs:
         text = " ".join(html.unescape(nh3.clean(rendered, tags=set())).split())
     else:

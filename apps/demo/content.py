@@ -24,6 +24,7 @@ from apps.posts.services import (
     posts_put,
 )
 from apps.publishing.git.services import GitSettings, git_destination_save
+from apps.publishing.newsletter.services import ImportRow, subscribers_import
 from apps.publishing.services import channel_run
 
 TEAMS = ("Editorial", "Engineering")
@@ -33,6 +34,7 @@ CHANNELS = {
     "blog": ("Company Blog", Platform.BLOG, "Editorial"),
     "git": ("Docs Site", Platform.GIT, "Engineering"),
     "linkedin": ("LinkedIn Page", Platform.LINKEDIN, None),
+    "newsletter": ("Company Newsletter", Platform.NEWSLETTER, "Editorial"),
     "api": ("Partner Feed", Platform.API, "Editorial"),
 }
 ARCHIVE_SIZE = 120  # posts of the blog, to page through
@@ -47,6 +49,13 @@ API_POSTS = {
     "scheduled_future": ("scheduled-next-week", "Scheduled for next week"),
 }
 IMAGE = "https://picsum.photos/seed/{}/1200/630"
+# The newsletter's confirmed readers, at a domain that takes no mail (RFC 2606).
+SUBSCRIBERS = {
+    "ada@example.com": "Ada Lovelace",
+    "grace@example.com": "Grace Hopper",
+    "alan@example.com": "Alan Turing",
+    "katherine@example.com": "Katherine Johnson",
+}
 
 
 def _post(channel: Channel, slug: str, title: str, **content) -> Post:
@@ -130,6 +139,15 @@ def _seed_archive(channel: Channel) -> None:
     Post.objects.bulk_create(missing)
 
 
+def _seed_subscribers(channel: Channel) -> None:
+    """A few people who opted in (as a person running a newsletter imports them); on a second run
+    those there already, or who unsubscribed meanwhile, are left as they are."""
+    rows = (
+        ImportRow(line=line, email=email, name=name) for line, (email, name) in enumerate(SUBSCRIBERS.items(), start=1)
+    )
+    subscribers_import(channel=channel, rows=rows, confirmed=True)
+
+
 def _seed_api_channel(channel: Channel, tags: dict[str, Tag]) -> dict[str, int]:
     now = timezone.now()
     posts = {}
@@ -163,7 +181,8 @@ def _seed_api_channel(channel: Channel, tags: dict[str, Tag]) -> dict[str, int]:
 
 def seed_content(account: Account) -> dict:
     """Teams, one channel per platform (one without a team), posts in every status of every
-    platform, 120+ posts on the blog, the `api` workflow cases, tags and media."""
+    platform, 120+ posts on the blog, the `api` workflow cases, tags and media, and the
+    newsletter's confirmed subscribers."""
     teams = {name: Team.objects.get_or_create(account=account, name=name)[0] for name in TEAMS}
     tags = {name: Tag.objects.get_or_create(account=account, name=name)[0] for name in TAGS}
     channels = {}
@@ -171,18 +190,21 @@ def seed_content(account: Account) -> dict:
         channels[label], _ = Channel.objects.update_or_create(
             account=account, title=title, defaults={"platform": platform, "team": teams.get(team)}
         )
-    if not channels["blog"].description:
-        channels["blog"].description = f"News and notes from {account.name}."
-        channels["blog"].save(update_fields=["description"])
+    for label, description in (("blog", "News and notes"), ("newsletter", "A letter a month")):
+        if not channels[label].description:
+            channels[label].description = f"{description} from {account.name}."
+            channels[label].save(update_fields=["description"])
     repository = _seed_git_destination(channels["git"])
     channels["git"].refresh_from_db()
-    for label in ("blog", "git", "linkedin"):
+    for label in ("blog", "git", "linkedin", "newsletter"):
         _seed_direct_channel(channels[label], tags)
     _seed_archive(channels["blog"])
+    _seed_subscribers(channels["newsletter"])
     api_posts = _seed_api_channel(channels["api"], tags)
     return {
         "channels": {label: channel.pk for label, channel in channels.items()},
         "posts": api_posts,
         "git_repository": repository,
         "blog_url": channels["blog"].public_url(),
+        "newsletter_url": channels["newsletter"].public_url(),
     }

@@ -63,8 +63,24 @@ class PostContentSerializer(PostListItemSerializer):
     )
 
 
+class RecipientsSerializer(ResponseSerializer):
+    """A newsletter edition's recipients, by the state of their delivery."""
+
+    total = serializers.IntegerField(help_text="Recipients when the send started (confirmed, not suppressed).")
+    pending = serializers.IntegerField(help_text="Not sent yet (waiting for their turn or a retry).")
+    sent = serializers.IntegerField(help_text="Accepted by the mail server or provider.")
+    failed = serializers.IntegerField(help_text="Refused for good (a hard bounce suppresses the address).")
+    suppressed = serializers.IntegerField(
+        help_text="Skipped: unsubscribed, suppressed or erased since the send started."
+    )
+    uncertain = serializers.IntegerField(
+        help_text="Being sent when the sender stopped (a crash, a lost connection): may or may not have arrived. Never "
+        "sent again unless an account member decides so in the Settings area."
+    )
+
+
 class PublicationSerializer(ResponseSerializer):
-    """The post's latest publication job on its channel's destination (git, LinkedIn)."""
+    """The post's latest publication job on its channel's destination (git, LinkedIn, newsletter)."""
 
     id = serializers.IntegerField()
     action = serializers.ChoiceField(choices=JobAction.choices)
@@ -78,6 +94,10 @@ class PublicationSerializer(ResponseSerializer):
         allow_null=True, help_text="The post's page, where the channel has a web address for it."
     )
     updated_at = UtcDateTimeField()
+    recipients = RecipientsSerializer(
+        allow_null=True,
+        help_text="A newsletter edition's recipient counts, once its send has started; null for other posts.",
+    )
 
 
 class PostDetailSerializer(PostContentSerializer):
@@ -91,7 +111,8 @@ class PostDetailSerializer(PostContentSerializer):
     )
     publication = PublicationSerializer(
         allow_null=True,
-        help_text="The latest publication job of a post of a git or LinkedIn channel; null where there is none.",
+        help_text="The latest publication job of a post of a git, LinkedIn or newsletter channel; null where there is "
+        "none.",
     )
 
 

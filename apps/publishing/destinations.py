@@ -29,6 +29,17 @@ class PublishError(Exception):
         self.retry_after = retry_after
 
 
+class InProgress(Exception):
+    """The destination is carrying the job out and has more to do (a newsletter edition still has
+    recipients to mail): the job goes back to the head of its channel's queue, due again after
+    `retry_after` seconds, and the attempt is not counted. `message` says how far it got."""
+
+    def __init__(self, message: str = "", *, retry_after: float = 0) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
+
+
 @dataclass(frozen=True)
 class Document:
     """A post as a destination writes it."""

@@ -6,35 +6,58 @@ from django.db.models import Max
 from django.utils.html import format_html
 
 from apps.publishing.models import PublicationJob
+from apps.publishing.newsletter.models import Edition
 
 COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
-# A post's publication as the API shows it: its latest job (blank texts as null).
-Publication = namedtuple("Publication", "id action state attempts last_error reference url updated_at")
+# A post's publication as the API shows it: its latest job (blank texts as null), and for a
+# newsletter edition the counts of its recipients (null for any other post).
+Publication = namedtuple("Publication", "id action state attempts last_error reference url updated_at recipients")
+# A newsletter edition's recipient counts (Edition.recipients()).
+Recipients = namedtuple("Recipients", "total pending sent failed suppressed uncertain")
+# Where a newsletter destination's reference names the post's edition (sending.py).
+EDITION_PREFIX = "edition:"
+
+
+def recipients_of(post_ids: Iterable[int]) -> dict[int, Recipients]:
+    """The recipient counts of the posts' newsletter editions, by post id (one query; the counts
+    are kept on the edition's row, so its cost does not grow with the audience)."""
+    editions = Edition.objects.filter(post_id__in=list(post_ids)).only(
+        "post_id", "total", "sent", "failed", "suppressed", "uncertain"
+    )
+    return {edition.post_id: Recipients(**edition.recipients()) for edition in editions}
 
 
 def publication_row(job: PublicationJob) -> Publication:
     return Publication(
         job.pk, job.action, job.state, job.attempts, job.last_error or None, job.reference or None, job.url or None,
-        job.updated_at,
+        job.updated_at, recipients_of([job.post_id]).get(job.post_id),
     )  # fmt: skip
 
 
 def latest_publications(post_ids: Iterable[int]) -> dict[int, Publication]:
-    """The latest job of each of the posts that have one, by post id (one query)."""
-    latest = PublicationJob.objects.filter(post_id__in=list(post_ids)).values("post_id").annotate(last=Max("id"))
+    """The latest job of each of the posts that have one, by post id (two queries: the jobs, and
+    the editions of newsletter posts)."""
+    post_ids = list(post_ids)
+    latest = PublicationJob.objects.filter(post_id__in=post_ids).values("post_id").annotate(last=Max("id"))
     jobs = PublicationJob.objects.filter(id__in=latest.values("last")).values_list(
         "post_id", "id", "action", "state", "attempts", "last_error", "reference", "url", "updated_at"
     )
-    return {
-        post_id: Publication(job_id, action, state, attempts, error or None, reference or None, url or None, updated)
-        for post_id, job_id, action, state, attempts, error, reference, url, updated in jobs
-    }
+    recipients = recipients_of(post_ids)
+    found = {}
+    for post_id, job_id, action, state, attempts, error, reference, url, updated in jobs:
+        found[post_id] = Publication(
+            job_id, action, state, attempts, error or None, reference or None, url or None, updated,
+            recipients.get(post_id),
+        )  # fmt: skip
+    return found
 
 
 def reference_kind(job: PublicationJob) -> str:
-    """What the job's reference names: a git commit, or (a LinkedIn URN) the post."""
-    return "post" if job.reference.startswith("urn:") else "commit"
+    """What the job's reference names: a git commit, (a LinkedIn URN) the post, or a newsletter's edition."""
+    if job.reference.startswith("urn:"):
+        return "post"
+    return "edition" if job.reference.startswith(EDITION_PREFIX) else "commit"
 
 
 def reference_link(job: PublicationJob) -> str:

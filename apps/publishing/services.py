@@ -9,7 +9,9 @@ the push was sent) is simply run again: it finds its work done and confirms it.
 """
 
 import logging
+import os
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,6 +25,7 @@ from apps.channels.models import Channel
 from apps.core.mail import tell_account_admins
 from apps.publishing.destinations import (
     Destination,
+    InProgress,
     JobContext,
     Outcome,
     PublishError,
@@ -49,6 +52,63 @@ class JobInput:
     title: str
     action: str
     scheduled_for: datetime | None = None
+
+
+# Which worker this process belongs to: "<node name> <main process id> <start id>", set when a
+# Celery worker starts (tasks.py), before it forks its pool; empty outside a worker. Written on
+# the jobs it claims (PublicationJob.locked_by).
+_worker = {"identity": ""}
+
+
+def worker_identity() -> str:
+    return _worker["identity"]
+
+
+def worker_started(*, node_name: str) -> str:
+    """Name this worker incarnation (called in its main process, before the pool starts)."""
+    _worker["identity"] = f"{node_name} {os.getpid()} {uuid.uuid4().hex[:12]}"
+    return _worker["identity"]
+
+
+def _former_self(holder: str, *, pid: str) -> bool:
+    """Whether the worker incarnation `holder` is dead: it ran in this very process id (its place
+    taken by us, as in a restarted container) or its process is gone."""
+    held_by = holder.split(" ")[1] if holder.count(" ") == 2 else ""
+    if held_by == pid or not held_by.isdigit():
+        return True
+    try:
+        os.kill(int(held_by), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists, and is someone else's
+        return False
+    return False
+
+
+def jobs_release_former(*, identity: str) -> int:
+    """Release the jobs a dead former incarnation of this worker (the same node name) was running:
+    queued again and due at once, instead of held until their leases run out (2x PUBLISH_TIMEOUT +
+    10 s, more than a newsletter's "resumes within a minute" allows). A crashed worker that comes
+    back is the usual way such jobs are found. Node names are unique among running workers; a
+    holder whose process still runs on this host (two workers started with the same name) keeps
+    its jobs all the same. Returns how many were released."""
+    if identity.count(" ") != 2:
+        return 0  # not a worker
+    node, pid, _ = identity.split(" ")
+    holders = (
+        PublicationJob.objects.filter(state=JobState.RUNNING, locked_by__startswith=f"{node} ")
+        .exclude(locked_by=identity)
+        .values_list("locked_by", flat=True)
+        .distinct()
+    )
+    dead = [holder for holder in set(holders) if _former_self(holder, pid=pid)]
+    if not dead:
+        return 0
+    released = PublicationJob.objects.filter(state=JobState.RUNNING, locked_by__in=dead).update(
+        state=JobState.QUEUED, locked_until=None, updated_at=timezone.now()
+    )
+    logger.warning("publication jobs of a dead former worker %s released: %d", node, released)
+    return released
 
 
 def _lease_seconds() -> int:
@@ -161,12 +221,12 @@ def _claim_head(channel_id: int) -> PublicationJob | None:
         pk=head.pk, state=head.state, attempts=head.attempts, locked_until=head.locked_until
     ).update(
         state=JobState.RUNNING, attempts=head.attempts + 1, locked_until=lease, published_at=published_at,
-        updated_at=now,
+        locked_by=worker_identity(), updated_at=now,
     )  # fmt: skip
     if not taken:
         return None
-    head.state, head.attempts, head.locked_until, head.published_at = (
-        JobState.RUNNING, head.attempts + 1, lease, published_at,
+    head.state, head.attempts, head.locked_until, head.published_at, head.locked_by = (
+        JobState.RUNNING, head.attempts + 1, lease, published_at, worker_identity(),
     )  # fmt: skip
     return head
 
@@ -207,15 +267,20 @@ def job_run(job: PublicationJob) -> PublicationJob | None:
     """Carry out a claimed job and record its outcome; return the job as recorded (None when its
     lease ran out first and another worker took it over)."""
     started = time.monotonic()
-    outcome, error, permanent, retry_after = None, "", False, None
+    outcome, error, permanent, retry_after, progress = None, "", False, None, None
     try:
         outcome = _carry_out(job)
+    except InProgress as exc:
+        progress = exc
     except PublishError as exc:
         error, permanent, retry_after = exc.message, exc.permanent, exc.retry_after
     except Exception as exc:  # a destination's bug must not leave the job running forever
         logger.exception("publication job=%s failed unexpectedly", job.pk)
         error = f"Unexpected error ({type(exc).__name__}); the details are in the worker's log."
-    recorded = _record(job, outcome=outcome, error=error, permanent=permanent, retry_after=retry_after)
+    if progress is not None:
+        recorded = _record_progress(job, progress)
+    else:
+        recorded = _record(job, outcome=outcome, error=error, permanent=permanent, retry_after=retry_after)
     logger.info(
         "publication job=%s channel=%s post=%s action=%s attempt=%d state=%s duration_ms=%d%s",
         job.pk, job.channel_id, job.post_id, job.action, job.attempts,
@@ -258,6 +323,21 @@ def _record(
     elif current.state == JobState.FAILED:
         subject().failed(job=current)
         transaction.on_commit(partial(_tell_admins_failed, current.pk))
+    return current
+
+
+@transaction.atomic
+def _record_progress(job: PublicationJob, progress: InProgress) -> PublicationJob | None:
+    """The destination has more to do: the job stays the head of its channel's queue, due again
+    after the pause it asked for, and this attempt does not count against the retry schedule."""
+    current = PublicationJob.objects.select_for_update().filter(pk=job.pk, locked_until=job.locked_until).first()
+    if current is None:
+        logger.warning("publication job=%s outlived its lease; its progress is not recorded", job.pk)
+        return None
+    current.state, current.locked_until, current.last_error = JobState.QUEUED, None, progress.message
+    current.attempts = max(current.attempts - 1, 0)
+    current.next_attempt_at = timezone.now() + timedelta(seconds=progress.retry_after)
+    current.save(update_fields=["state", "locked_until", "last_error", "attempts", "next_attempt_at", "updated_at"])
     return current
 
 

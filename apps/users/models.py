@@ -81,6 +81,14 @@ ADMIN_AREA: dict[str, dict[str, frozenset[str]]] = {
         # Where a channel publishes, with its credentials: the account's admins only.
         "publishing_git.gitdestination": _ALL,
         "publishing_linkedin.linkedinconnection": _ALL,
+        # A newsletter's readers: their addresses are personal data, the account's admins' alone
+        # (editors preview an edition and send themselves a test from the post's page). Subscribers
+        # are added, imported and erased, never edited; a suppression is lifted ("delete") with a
+        # reason; an edition's "change" is "Send to uncertain".
+        "publishing_newsletter.newsletter": frozenset({"view", "add", "change"}),
+        "publishing_newsletter.subscriber": frozenset({"view", "add", "delete"}),
+        "publishing_newsletter.suppression": frozenset({"view", "delete"}),
+        "publishing_newsletter.edition": frozenset({"view", "change"}),
     },
     # Editors pick a post's channel, so they see channels and teams without changing them.
     Role.EDITOR: {**_CONTENT, "channels.channel": _VIEW, "channels.team": _VIEW},

@@ -17,6 +17,9 @@ class EventKind(models.TextChoices):
     POST_UNPUBLISHED = "post.unpublished"
     # A publication job (git, LinkedIn...) failed for good; data.publication says why.
     POST_FAILED = "post.failed"
+    # A newsletter's subscriber confirmed (or was added as having opted in), or left.
+    SUBSCRIBER_CONFIRMED = "subscriber.confirmed"
+    SUBSCRIBER_UNSUBSCRIBED = "subscriber.unsubscribed"
     USER_CREATED = "user.created"
     USER_UPDATED = "user.updated"
     USER_DELETED = "user.deleted"

@@ -309,6 +309,9 @@ def test_every_admin_that_shows_secrets_or_grants_access_asks_for_the_password()
         "users.user": step_up.StepUp.ALL_BUT_THE_LIST,
         "publishing_git.gitdestination": step_up.StepUp.ALL_BUT_THE_LIST,
         "publishing_linkedin.linkedinconnection": step_up.StepUp.ALL_BUT_THE_LIST,
+        # A newsletter's whole list of readers leaves by its export; a lifted suppression mails an address again.
+        "publishing_newsletter.subscriber": step_up.StepUp.ALL_BUT_THE_LIST,
+        "publishing_newsletter.suppression": step_up.StepUp.ALL_BUT_THE_LIST,
     }
     holding_secrets = {
         model._meta.label_lower

@@ -33,3 +33,22 @@ def test_docs_page_is_served_without_external_assets(client):
     html = response.content.decode()
     assert "swagger" in html.lower()
     assert "cdn.jsdelivr" not in html
+
+
+def test_the_schema_types_newsletter_channels_and_their_subscribers_each_operation_with_its_scope(client):
+    schema = client.get("/v1/openapi.json").json()
+    assert "newsletter" in schema["components"]["schemas"]["PlatformEnum"]["enum"]
+    operations = {
+        ("get", "/v1/channels/{channel_id}/subscribers"): "read:subscribers",
+        ("post", "/v1/channels/{channel_id}/subscribers"): "write:subscribers",
+        ("get", "/v1/channels/{channel_id}/subscribers/{subscriber_id}"): "read:subscribers",
+        ("delete", "/v1/channels/{channel_id}/subscribers/{subscriber_id}"): "write:subscribers",
+    }
+    for (method, path), scope in operations.items():
+        operation = schema["paths"][path][method]
+        assert f"Scope `{scope}`" in operation["description"]
+        assert {"401", "403", "404"} <= set(operation["responses"])
+    assert "409" in schema["paths"]["/v1/channels/{channel_id}/subscribers"]["post"]["responses"]
+    assert set(schema["components"]["schemas"]["Subscriber"]["properties"]) == {
+        "id", "email", "name", "status", "created_at", "confirmed_at", "unsubscribed_at"
+    }  # fmt: skip

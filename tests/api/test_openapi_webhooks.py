@@ -18,6 +18,7 @@ from apps.posts.services import (
     post_unpublish,
     post_update_content,
 )
+from apps.publishing.newsletter.services import subscriber_create, subscriber_unsubscribe
 from apps.users.models import LoginMethod, Role
 from apps.users.services import user_create, user_delete, user_record_login, user_update
 from apps.webhooks.models import Delivery, Event, EventKind, SignatureFormat
@@ -28,6 +29,7 @@ from tests.factories import (
     AdminUserFactory,
     ChannelFactory,
     MediaFactory,
+    NewsletterChannelFactory,
     PostFactory,
     PublicationJobFactory,
     TagFactory,
@@ -108,6 +110,9 @@ def test_the_bodies_are_typed_by_the_representations_the_apps_write_into_data(sc
     assert set(data_of("user.login")["required"]) == {"user", "via"}
     assert set(data_of("user.updated")["required"]) == {"user", "changed"}
     assert set(data_of("user.created")["properties"]) == {"user"}
+    for kind in ("subscriber.confirmed", "subscriber.unsubscribed"):
+        assert data_of(kind)["properties"]["subscriber"]["allOf"] == [{"$ref": "#/components/schemas/Subscriber"}]
+        assert data_of(kind)["properties"]["channel"]["allOf"] == [{"$ref": "#/components/schemas/ChannelRef"}]
 
 
 def emit_every_event(account, endpoint) -> None:
@@ -145,6 +150,9 @@ def emit_every_event(account, endpoint) -> None:
     with transaction.atomic():
         post_publication_failed(job=failed)
         post_publication_failed(job=gone)
+    newsletter = NewsletterChannelFactory(account=account)
+    subscriber = subscriber_create(channel=newsletter, email="reader@example.com", name="Rea Der", confirmed=True)
+    subscriber_unsubscribe(token=subscriber.token)
     user = user_create(account=account, email="webhooks@example.com", name="Wes Hook", send_invitation=False)
     user_update(user=user, role=Role.EDITOR, name="Wes Hooks")
     user_record_login(user=user, via=LoginMethod.SSO)

@@ -3,6 +3,7 @@ from django.utils import timezone
 
 from apps.channels.models import Channel, Team
 from apps.posts.models import ApiPublication, Media, Post, Tag
+from apps.publishing.newsletter.models import Subscriber
 from tests.demo.test_seed_demo import bearer, seed
 
 pytestmark = pytest.mark.django_db
@@ -15,7 +16,7 @@ def seeded() -> dict:
 
 def test_output_names_the_channels_and_the_api_cases(seeded):
     for account in seeded["accounts"]:
-        assert set(account["channels"]) == {"blog", "git", "linkedin", "api"}
+        assert set(account["channels"]) == {"blog", "git", "linkedin", "newsletter", "api"}
         assert set(account["posts"]) == {
             "pending_with_record", "pending_without_record", "published_with_record", "draft", "scheduled_past",
             "scheduled_future",
@@ -110,3 +111,22 @@ def test_seeding_twice_adds_nothing_and_restores_the_api_cases():
         (a["channels"], a["posts"]) for a in first["accounts"]
     ]
     assert Post.objects.get(pk=pending).publication_status == "publishing_pending"
+
+
+def test_each_newsletter_has_a_few_confirmed_subscribers_that_only_the_subscribers_scope_reads(seeded):
+    for account in seeded["accounts"]:
+        newsletter = account["channels"]["newsletter"]
+        subscribers = Subscriber.objects.filter(channel_id=newsletter)
+        assert subscribers.count() >= 3
+        assert set(subscribers.values_list("status", flat=True)) == {"confirmed"}
+        assert account["newsletter_url"].endswith("/")
+        listed = bearer(account["keys"]["all"]).get(f"/v1/channels/{newsletter}/subscribers")
+        assert listed.json()["meta"]["count"] == subscribers.count()
+        refused = bearer(account["keys"]["read"]).get(f"/v1/channels/{newsletter}/subscribers")
+        assert refused.json()["error"]["code"] == "insufficient_scope"
+
+
+def test_seeding_again_adds_no_subscriber_twice(seeded):
+    before = Subscriber.objects.count()
+    seed()
+    assert Subscriber.objects.count() == before

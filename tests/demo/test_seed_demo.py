@@ -53,7 +53,8 @@ def test_seed_demo_keys_behave_as_labelled():
     me = bearer(keys["all"]).get("/v1/me").json()["data"]
     assert me["account"]["id"] == account["id"]
     assert me["token"]["scopes"] == [
-        "read:channels", "read:posts", "read:media", "write:posts", "write:sso", "read:users", "write:users"
+        "read:channels", "read:posts", "read:media", "write:posts", "write:sso", "read:users", "write:users",
+        "read:subscribers", "write:subscribers",
     ]  # fmt: skip
     assert bearer(keys["read"]).get("/v1/me").json()["data"]["token"]["scopes"] == ["read:channels", "read:posts"]
     assert bearer(keys["none"]).get("/v1/me").json()["data"]["token"]["scopes"] == []

@@ -20,6 +20,7 @@ MAX_DEPTH = 32  # arrays and objects nested deeper are refused, the body itself 
 # against the live schema).
 BODY_OPERATIONS = [
     "PATCH /v1/channels/{channel_id}/posts/{id}/publish",
+    "POST /v1/channels/{channel_id}/subscribers",
     "POST /v1/sso_tokens",
     "POST /v1/users",
     "PUT /v1/users/profile",

@@ -30,7 +30,7 @@ from tests.publishing.conftest import head
 
 pytestmark = pytest.mark.django_db
 
-PUBLICATION_FIELDS = {"id", "action", "state", "attempts", "last_error", "reference", "url", "updated_at"}
+PUBLICATION_FIELDS = {"id", "action", "state", "attempts", "last_error", "reference", "url", "updated_at", "recipients"}
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_a_published_git_post_shows_its_publication_with_the_commit_and_the_page
     assert set(publication) == PUBLICATION_FIELDS
     assert {name: publication[name] for name in PUBLICATION_FIELDS - {"updated_at"}} == {
         "id": job.pk, "action": "publish", "state": "succeeded", "attempts": 1, "last_error": None,
-        "reference": head(bare_repo).decode(), "url": "https://docs.example.com/shipped/",
+        "reference": head(bare_repo).decode(), "url": "https://docs.example.com/shipped/", "recipients": None,
     }  # fmt: skip
     assert publication["updated_at"].endswith("Z") and parsed(publication["updated_at"]) == job.updated_at
 

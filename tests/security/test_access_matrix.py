@@ -24,6 +24,7 @@ from tests.factories import (
     ApiPublicationFactory,
     ChannelFactory,
     PostFactory,
+    SubscriberFactory,
     UserFactory,
 )
 
@@ -62,6 +63,20 @@ OPERATIONS = [
     Operation("GET", "/v1/users/{user_id}", Scope.READ_USERS, admin="others", target="user"),
     Operation("PUT", "/v1/users/{user_id}", Scope.WRITE_USERS, admin="always", target="user"),
     Operation("DELETE", "/v1/users/{user_id}", Scope.WRITE_USERS, admin="always", target="user", success=204),
+    Operation("GET", "/v1/channels/{channel_id}/subscribers", Scope.READ_SUBSCRIBERS, target="newsletter"),
+    Operation(
+        "POST", "/v1/channels/{channel_id}/subscribers", Scope.WRITE_SUBSCRIBERS, target="newsletter", success=201
+    ),
+    Operation(
+        "GET", "/v1/channels/{channel_id}/subscribers/{subscriber_id}", Scope.READ_SUBSCRIBERS, target="subscriber"
+    ),
+    Operation(
+        "DELETE",
+        "/v1/channels/{channel_id}/subscribers/{subscriber_id}",
+        Scope.WRITE_SUBSCRIBERS,
+        target="subscriber",
+        success=204,
+    ),
 ]
 
 KEYS = ["missing", "expired", "revoked", "none", "wrong scope", "read", "all", "viewer-owned"]
@@ -111,6 +126,9 @@ class World:
         objects["post"] = PostFactory(channel=channel)
         if kind == "pending":
             objects["pending"] = ApiPublicationFactory(post__channel=channel).post
+        elif kind in ("newsletter", "subscriber"):
+            objects["subscriber"] = SubscriberFactory(channel__account=account, channel__team=None)
+            objects["newsletter"] = objects["subscriber"].channel
         elif kind == "published":
             objects["published"] = ApiPublicationFactory(
                 post__channel=channel, post__publication_status="published", post__published_at=timezone.now()
@@ -134,13 +152,16 @@ class World:
     def request(self, client: APIClient, operation: Operation, account: str | None, *, missing: bool = False):
         target = self.objects[account][operation.target] if operation.target else None
         path, body = operation.path, None
-        if operation.target in ("pending", "published", "post"):
+        if operation.target in ("pending", "published", "post", "subscriber"):
             path = path.replace("{channel_id}", str(MISSING if missing else target.channel_id))
         if target is not None:
             ident = str(MISSING if missing else target.pk)
-            path = path.replace("{channel_id}", ident).replace("{id}", ident).replace("{user_id}", ident)
+            for name in ("{channel_id}", "{id}", "{user_id}", "{subscriber_id}"):
+                path = path.replace(name, ident)
         if operation.path == "/v1/sso_tokens":
             body = {"user_id": str(MISSING if missing else target.pk)}
+        elif operation.target == "newsletter" and operation.method == "POST":
+            body = {"email": "new.reader@example.com"}
         elif operation.method == "POST":
             body = {"email": "new.user@example.com", "name": "New User", "send_invitation": False}
         elif operation.method == "PUT":
@@ -188,6 +209,8 @@ def assert_only_own_objects(world: World, operation: Operation, body: dict) -> N
         assert body["id"] in (str(world.admin.pk), str(world.viewer.pk))
     elif operation.path == "/v1/channels/{channel_id}/posts":
         assert {item["channel"]["id"] for item in body["data"]} == {own["channel"].pk}
+    elif operation.path == "/v1/channels/{channel_id}/subscribers":
+        assert {item["id"] for item in body["data"]} == {own["subscriber"].pk}
     else:
         assert str(body.get("data", body)["id"]) == str(own[operation.target].pk)
 

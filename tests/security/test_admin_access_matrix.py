@@ -25,6 +25,7 @@ from django.utils import timezone
 from apps.core import crypto
 from apps.core.scoping import account_path
 from apps.publishing.linkedin.models import LinkedInConnection
+from apps.publishing.newsletter.models import Edition, Newsletter, Suppression, email_hash
 from apps.users.models import Role, Status
 from apps.webhooks import services as webhook_services
 from apps.webhooks.models import Attempt, Delivery, Event
@@ -39,6 +40,7 @@ from tests.factories import (
     OperatorFactory,
     PublicationJobFactory,
     SsoTokenFactory,
+    SubscriberFactory,
     TagFactory,
     TeamFactory,
     UserFactory,
@@ -66,6 +68,12 @@ AREA = {
     # Where a channel publishes, with its credentials: admins only.
     "publishing_git.gitdestination": {"admin": ALL, "editor": ""},
     "publishing_linkedin.linkedinconnection": {"admin": ALL, "editor": ""},
+    # A newsletter's readers are personal data: admins only. A suppression's "delete" is "Lift";
+    # an edition's "change" is "Send to uncertain".
+    "publishing_newsletter.newsletter": {"admin": "view add change", "editor": ""},
+    "publishing_newsletter.subscriber": {"admin": "view add delete", "editor": ""},
+    "publishing_newsletter.suppression": {"admin": "view delete", "editor": ""},
+    "publishing_newsletter.edition": {"admin": "view change", "editor": ""},
 }
 # What no one may do, whatever their role: these records are written by the service only.
 NOBODY = {
@@ -74,6 +82,11 @@ NOBODY = {
     "publishing.publicationjob": "add delete",
     # Made by "Connect LinkedIn" (OAuth), never by a form.
     "publishing_linkedin.linkedinconnection": "add",
+    "publishing_newsletter.newsletter": "delete",
+    # Added, imported and erased; their status is theirs to change (confirm, unsubscribe).
+    "publishing_newsletter.subscriber": "change",
+    "publishing_newsletter.suppression": "add change",
+    "publishing_newsletter.edition": "add delete",
 }
 WHO = ["operator", "admin_a", "editor_a", "viewer_a", "admin_b", "suspended_admin_a"]
 MISSING = "987654321"
@@ -136,6 +149,15 @@ def build_side(tag: str) -> Side:
         channel=git_channel, post_id=post.pk, title=f"{tag} Job Title", state="failed",
         last_error=f"{tag} error sentence",
     )  # fmt: skip
+    letter = ChannelFactory(account=account, title=f"{tag} Newsletter", platform="newsletter")
+    sender = Newsletter.objects.create(channel=letter, sender_name=f"{tag} Sender Name")
+    reader = SubscriberFactory(channel=letter, email=f"reader@{tag.lower()}-readers.example", name=f"{tag} Reader")
+    suppression = Suppression.objects.create(
+        account=account, email_hash=email_hash(reader.email), reason="bounce", detail=f"{tag} bounce detail"
+    )
+    edition = Edition.objects.create(
+        post_id=post.pk, channel=letter, job_id=job.pk, subject=f"{tag} Edition Subject", html="<p>x</p>", text="x"
+    )
     side = Side(account=account, admin=users[Role.ADMIN], editor=users[Role.EDITOR], viewer=users[Role.VIEWER])
     side.objects = {
         "accounts.account": account,
@@ -151,6 +173,10 @@ def build_side(tag: str) -> Side:
         "publishing.publicationjob": job,
         "publishing_git.gitdestination": destination,
         "publishing_linkedin.linkedinconnection": connection,
+        "publishing_newsletter.newsletter": sender,
+        "publishing_newsletter.subscriber": reader,
+        "publishing_newsletter.suppression": suppression,
+        "publishing_newsletter.edition": edition,
     }
     side.secrets = [
         account.name, member.email, member.name, *(u.email for u in users.values()), team.name, channel.title,
@@ -158,6 +184,8 @@ def build_side(tag: str) -> Side:
         endpoint.secret, str(delivery.pk), f"{tag} event body", git_channel.title, destination.repository_url,
         f"{tag}-token-value", destination.token_encrypted, job.title, job.last_error, linkedin_channel.title,
         connection.member_name, f"{tag}-linkedin-access", f"{tag}-linkedin-refresh", connection.access_token_encrypted,
+        letter.title, sender.sender_name, reader.email, reader.name, suppression.email_hash, suppression.detail,
+        edition.subject,
     ]  # fmt: skip
     # Each side's admin has changed its own post: the admin log must keep that to their account.
     LogEntry.objects.create(
@@ -241,7 +269,7 @@ def check(response, who: str, allowed: bool) -> None:
 def snapshot(account) -> dict:
     """Every row of the account's data, in every app of the service."""
     rows = {}
-    for app_label in ("accounts", "users", "channels", "posts", "webhooks"):
+    for app_label in ("accounts", "users", "channels", "posts", "webhooks", "publishing_newsletter"):
         for model in django_apps.get_app_config(app_label).get_models():
             path = account_path(model)
             if path is not None:

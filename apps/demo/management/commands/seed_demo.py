@@ -38,6 +38,8 @@ class Command(JsonCommand):
                 lines.append(f"    api channel posts: {posts}")
             if account.get("blog_url"):
                 lines.append(f"    blog: {account['blog_url']}")
+            if account.get("newsletter_url"):
+                lines.append(f"    newsletter (subscribe form and archive): {account['newsletter_url']}")
             if account.get("git_repository"):
                 lines.append(f"    git channel commits to {account['git_repository']} (try: git -C ... log)")
             for role, login in account["logins"].items():

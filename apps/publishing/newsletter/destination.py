@@ -1,0 +1,14 @@
+"""The newsletter destination: a post is an edition, mailed once to the channel's confirmed
+subscribers (sending.py)."""
+
+from apps.channels.models import Platform
+from apps.publishing.destinations import DestinationKind
+
+
+def _load(channel_id: int):
+    from apps.publishing.newsletter.sending import NewsletterPublisher
+
+    return NewsletterPublisher(channel_id)
+
+
+KIND = DestinationKind(platform=Platform.NEWSLETTER, load=_load, missing="")

@@ -1,0 +1,14 @@
+from celery import shared_task
+
+from apps.publishing.newsletter import services
+
+# The confirmation e-mail is retried while the mail server is away (about an hour in all).
+CONFIRMATION_RETRIES = (30, 120, 600, 1800)
+
+
+@shared_task(name="newsletter.send_confirmations", bind=True, ignore_result=True, max_retries=len(CONFIRMATION_RETRIES))
+def send_confirmations(self, subscriber_ids: list[int]) -> int:
+    try:
+        return services.confirmations_send(subscriber_ids=subscriber_ids)
+    except Exception as exc:  # smtplib, socket and providers' errors vary by backend
+        raise self.retry(exc=exc, countdown=CONFIRMATION_RETRIES[min(self.request.retries, 3)]) from None

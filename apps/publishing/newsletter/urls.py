@@ -1,0 +1,14 @@
+"""The newsletter's /v1 endpoints (included from config/urls.py); its public pages are the blog's (apps/blog)."""
+
+from django.urls import path
+
+from apps.publishing.newsletter.api import SubscriberDetailView, SubscriberListView
+
+urlpatterns = [
+    path("channels/<int:channel_id>/subscribers", SubscriberListView.as_view(), name="channel-subscriber-list"),
+    path(
+        "channels/<int:channel_id>/subscribers/<int:subscriber_id>",
+        SubscriberDetailView.as_view(),
+        name="channel-subscriber-detail",
+    ),
+]
