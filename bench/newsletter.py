@@ -8,9 +8,9 @@ against its floor, both into the same local SMTP sink (bench/smtp_sink.py, aiosm
    the enqueue's commit to the job's `finished_at`. The worker's memory (the resident set of its
    whole process group) is sampled every half second: it must stay flat, as no list of all
    recipients is ever held.
-2. **Floor.** A plain loop over one smtplib connection sending the same messages: the first message
-   the sink took from the send, addressed to each subscriber in turn (its To header and envelope
-   recipient changed), nothing else.
+2. **Floor.** A plain loop over one smtplib connection sending the same messages: the bytes of the
+   first message the sink took from the send, addressed to each subscriber in turn (the address in
+   its To header and the envelope recipient changed), nothing else.
 The sink must end with every address once from the send, and the edition's counters must say so.
 """
 
@@ -112,18 +112,18 @@ def run_send(n: int) -> dict:
 
 
 def run_floor(n: int, first: bytes) -> float:
-    """The same message, to each address in turn over one smtplib connection."""
+    """The same message, to each address in turn over one smtplib connection: its bytes as the sink
+    took them, with the address in its To header changed (no MIME work at all)."""
     message = message_from_bytes(first, policy=policy.SMTP)
     sender = message["From"].addresses[0].addr_spec
+    first_address = message["To"].addresses[0].addr_spec.encode()
     sink, _ = start_sink("floor")
     try:
         started = time.monotonic()
         with smtplib.SMTP("127.0.0.1", SINK_PORT) as smtp:
             for i in range(1, n + 1):
                 address = f"reader{i}@example.com"
-                del message["To"]
-                message["To"] = address
-                smtp.sendmail(sender, [address], message.as_bytes())
+                smtp.sendmail(sender, [address], first.replace(first_address, address.encode()))
         seconds = time.monotonic() - started
     finally:
         sink.stop()
@@ -177,6 +177,11 @@ def newsletter_section(result: dict) -> list[str]:
         f"The worker's memory (its whole process group, resident): {result['rss_first_mb']:.0f} MB on average in "
         f"the first quarter of the send, {result['rss_last_mb']:.0f} MB in the last ({growth:+.0f} MB), at most "
         f"{result['rss_max_mb']:.0f} MB.",
+        "",
+        "Where the difference goes: each message's delivery record is marked `sent` by one UPDATE committed "
+        "before the next message is handed to the server (what keeps a crash to at most one `uncertain` record "
+        "per batch), about 0.5 ms a message here; the message itself is serialized once per edition and only "
+        "addressed per recipient (`message.Prepared`).",
         "",
     ]
 

@@ -60,3 +60,16 @@ class StrictSerializer(serializers.Serializer):
                     {key: [ErrorDetail("Unknown field.", code="unknown_field")] for key in unknown}
                 )
         return super().to_internal_value(data)
+
+
+class QueryFilterSerializer(serializers.Serializer):
+    """A list's filters, read from the query string: an empty value is no filter."""
+
+    @classmethod
+    def from_query(cls, query_params) -> dict:
+        data = {name: query_params[name] for name in cls._declared_fields if query_params.get(name, "") != ""}
+        if not data:
+            return {}
+        serializer = cls(data=data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from apps.accounts.models import Scope
 from apps.api import representations
 from apps.api.pagination import CursorPagePagination
-from apps.api.request_fields import StrictCharField, StrictSerializer
+from apps.api.request_fields import QueryFilterSerializer, StrictCharField, StrictSerializer
 from apps.api.schema import common_errors, error
 from apps.channels.selectors import channel_get, channel_version
 from apps.core.errors import NotFound
@@ -72,7 +72,7 @@ class PublicationStatusListField(serializers.CharField):
         return statuses
 
 
-class PostFilterSerializer(serializers.Serializer):
+class PostFilterSerializer(QueryFilterSerializer):
     """Filters of the posts list: an extension of the spec. An empty value is no filter."""
 
     publication_status = PublicationStatusListField(
@@ -87,15 +87,6 @@ class PostFilterSerializer(serializers.Serializer):
         help_text="Only posts updated at or after this ISO 8601 time, e.g. `2025-01-31T12:00:00Z` "
         "(a time without offset is UTC; send `+` in an offset as `%2B`).",
     )
-
-    @classmethod
-    def from_query(cls, query_params) -> dict:
-        data = {name: query_params[name] for name in cls._declared_fields if query_params.get(name, "") != ""}
-        if not data:
-            return {}
-        serializer = cls(data=data)
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
 
 
 def posts_list_key(channel_id: int, filters: dict) -> str:

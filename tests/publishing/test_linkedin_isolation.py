@@ -24,9 +24,9 @@ from tests.publishing.conftest import files, front_matter, make_bare_repository
 
 pytestmark = [requires_broker, pytest.mark.django_db(transaction=True)]
 
-PUBLISH_TIMEOUT = 20
+PUBLISH_TIMEOUT = 12
 # Well within PUBLISH_TIMEOUT: what arrives by then did not wait for LinkedIn to time out.
-ARRIVAL = 15
+ARRIVAL = 9
 
 
 def test_a_hanging_linkedin_delays_neither_a_git_publication_nor_a_webhook_delivery_and_its_post_is_retried(

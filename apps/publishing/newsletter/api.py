@@ -12,7 +12,13 @@ from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
 from apps.api.pagination import CursorPagePagination
-from apps.api.request_fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSerializer
+from apps.api.request_fields import (
+    QueryFilterSerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictEmailField,
+    StrictSerializer,
+)
 from apps.api.schema import common_errors, error
 from apps.publishing.newsletter.models import Subscriber, SubscriberStatus, normalize_email
 from apps.publishing.newsletter.selectors import filter_subscribers, newsletter_get, subscriber_get
@@ -38,7 +44,7 @@ class SubscriberResponseSerializer(serializers.Serializer):
     data = SubscriberSerializer()
 
 
-class SubscriberFilterSerializer(serializers.Serializer):
+class SubscriberFilterSerializer(QueryFilterSerializer):
     """Filters of the subscribers list. An empty value is no filter."""
 
     status = serializers.ChoiceField(
@@ -53,15 +59,6 @@ class SubscriberFilterSerializer(serializers.Serializer):
     def validate_email(self, value: str) -> str:
         # As stored, so that one address written two ways is one list (one cursor).
         return normalize_email(value)
-
-    @classmethod
-    def from_query(cls, query_params) -> dict:
-        data = {name: query_params[name] for name in cls._declared_fields if query_params.get(name, "") != ""}
-        if not data:
-            return {}
-        serializer = cls(data=data)
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
 
 
 def subscribers_list_key(channel_id: int, filters: dict) -> str:

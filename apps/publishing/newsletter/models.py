@@ -196,7 +196,9 @@ class Delivery(models.Model):
     """One edition for one subscriber. Unique per pair: nobody is mailed an edition twice. Holds no
     address: it is read from the subscriber when sent (an erased subscriber is never mailed)."""
 
-    edition = models.ForeignKey(Edition, on_delete=models.CASCADE, related_name="deliveries")
+    # Every index is written again by each message's UPDATE (no column of it is left unindexed): the
+    # edition's own index would repeat the unique constraint's leading column.
+    edition = models.ForeignKey(Edition, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
     subscriber = models.ForeignKey(Subscriber, on_delete=models.SET_NULL, null=True, related_name="deliveries")
     state = models.CharField(max_length=16, choices=DeliveryState.choices, default=DeliveryState.PENDING)
     # The sender's batch that holds a `claimed` record.
@@ -218,7 +220,12 @@ class Delivery(models.Model):
                 name="delivery_unsettled",
                 condition=models.Q(state__in=["pending", "claimed"]),
             ),
-            models.Index(fields=["edition", "state", "id"], name="delivery_edition_state"),
+            # The Settings area's lists of an edition's failed and uncertain addresses.
+            models.Index(
+                fields=["edition", "state", "id"],
+                name="delivery_edition_trouble",
+                condition=models.Q(state__in=["failed", "uncertain"]),
+            ),
             # A provider's bounce or complaint names the message it is about.
             models.Index(fields=["message_id"], name="delivery_message_id", condition=~models.Q(message_id="")),
         ]
