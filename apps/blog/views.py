@@ -381,9 +381,7 @@ def _subscribe(request, channel: Channel) -> HttpResponse:
 
 
 def _subscriber_of(token: str) -> Subscriber | None:
-    if len(token) > Subscriber._meta.get_field("token").max_length:
-        return None
-    return Subscriber.objects.select_related("channel").filter(token=token).first()
+    return Subscriber.objects.with_token(token).select_related("channel").first()
 
 
 def _is_mailed(subscriber: Subscriber) -> bool:

@@ -43,7 +43,7 @@ from apps.core.errors import DomainError, InvalidInput
 from apps.core.step_up import StepUp
 from apps.publishing.destinations import Document, subject
 from apps.publishing.newsletter import message, sending, services
-from apps.publishing.newsletter.csv_import import OPEN_OPTIONS, CsvRows
+from apps.publishing.newsletter.csv_import import OPEN_OPTIONS, import_csv
 from apps.publishing.newsletter.models import (
     Delivery,
     DeliveryState,
@@ -349,13 +349,15 @@ class SubscriberAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
         """The uploaded file's people into the list, streamed from the file (kept on disk when large)."""
         data = form.cleaned_data
         try:
-            rows = CsvRows(io.TextIOWrapper(data["file"].file, **OPEN_OPTIONS))
+            # The form offers the user's newsletter channels only.
+            result = import_csv(
+                channel=data["channel"],
+                file=io.TextIOWrapper(data["file"].file, **OPEN_OPTIONS),
+                confirmed=data["confirmed"],
+            )
         except InvalidInput as exc:  # no header row naming `email`: the file, not a line of it, is wrong
             form.add_error("file", exc.message)
             return None
-        # The form offers the user's newsletter channels only.
-        result = services.subscribers_import(channel=data["channel"], rows=rows, confirmed=data["confirmed"])
-        result.invalid = sorted([*result.invalid, *rows.invalid], key=lambda row: row["line"])
         self.message_user(
             request,
             f"{data['channel'].title}: {result.created:,} added, {result.skipped:,} skipped, "

@@ -7,13 +7,23 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from apps.core.errors import InvalidInput
-from apps.publishing.newsletter.services import ImportRow
+from apps.publishing.newsletter.services import ImportResult, ImportRow, subscribers_import
 
 # How a file is opened for CsvRows: `utf-8-sig` because spreadsheets write a byte-order mark before
 # the header; an undecodable byte reads as U+FFFD instead of stopping the import, and its row is
 # reported, never stored mangled.
 OPEN_OPTIONS = {"newline": "", "encoding": "utf-8-sig", "errors": "replace"}
 REPLACED = "\ufffd"
+
+
+def import_csv(*, channel, file: TextIO, confirmed: bool) -> ImportResult:
+    """The people of a CSV file into the channel's list: services.subscribers_import's result, with
+    the lines that could not even be read among its invalid ones, in file order. InvalidInput for a
+    file without a header row naming `email`."""
+    rows = CsvRows(file)
+    result = subscribers_import(channel=channel, rows=rows, confirmed=confirmed)
+    result.invalid = sorted([*result.invalid, *rows.invalid], key=lambda row: row["line"])
+    return result
 
 
 class CsvRows:

@@ -48,6 +48,12 @@ class SubscriberQuerySet(models.QuerySet):
     def of_account(self, account_id: int) -> "SubscriberQuerySet":
         return self.filter(channel__account_id=account_id)
 
+    def with_token(self, token: str) -> "SubscriberQuerySet":
+        """The subscriber a link's token names (none for a token no subscriber could have)."""
+        if not token or len(token) > Subscriber._meta.get_field("token").max_length:
+            return self.none()
+        return self.filter(token=token)
+
 
 class Subscriber(models.Model):
     """A person on a newsletter channel's list. Only `confirmed` ones are mailed (double opt-in)."""

@@ -56,7 +56,7 @@ from apps.publishing.newsletter.models import (
     SuppressionReason,
     email_hash,
 )
-from apps.publishing.newsletter.services import _suppressions, newsletter_of, suppress
+from apps.publishing.newsletter.services import newsletter_of, suppress, suppressions_of
 from apps.publishing.services import JobInput, jobs_enqueue
 
 logger = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def edition_freeze(*, channel: Channel, job_id: int, document: Document) -> Edit
         total = 0
         for chunk in _chunks(audience.iterator(chunk_size=FREEZE_CHUNK), FREEZE_CHUNK):
             hashed = [(subscriber_id, email_hash(email)) for subscriber_id, email in chunk]
-            blocked = _suppressions(channel, [digest for _, digest in hashed])
+            blocked = suppressions_of(channel, [digest for _, digest in hashed])
             records = [
                 Delivery(edition=edition, subscriber_id=subscriber_id)
                 for subscriber_id, digest in hashed
@@ -354,7 +354,7 @@ class Sender:
                          "subscriber__status")
         )  # fmt: skip
         tally = Tally()
-        blocked = _suppressions(self.channel, {email_hash(email) for _, _, email, *_ in records if email})
+        blocked = suppressions_of(self.channel, {email_hash(email) for _, _, email, *_ in records if email})
         # Gone since the audience was frozen: erased, unsubscribed or unconfirmed, or suppressed.
         gone = [
             record[0]

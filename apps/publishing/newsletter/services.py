@@ -74,7 +74,7 @@ def clean_email(email: str) -> str:
     return email
 
 
-def _suppressions(channel: Channel, hashes: Iterable[str]) -> dict[str, str]:
+def suppressions_of(channel: Channel, hashes: Iterable[str]) -> dict[str, str]:
     """The reason each of these address hashes is suppressed for the channel, by hash (account-wide first)."""
     rows = (
         Suppression.objects.filter(account_id=channel.account_id, email_hash__in=list(hashes))
@@ -91,7 +91,7 @@ def _suppressions(channel: Channel, hashes: Iterable[str]) -> dict[str, str]:
 
 def suppression_of(channel: Channel, email: str) -> str | None:
     """Why this address is never mailed by the channel, or None."""
-    return _suppressions(channel, [email_hash(email)]).get(email_hash(email))
+    return suppressions_of(channel, [email_hash(email)]).get(email_hash(email))
 
 
 def _emit(kind: str, subscriber: Subscriber) -> None:
@@ -157,9 +157,7 @@ def subscribe(*, channel: Channel, email: str, name: str = "") -> None:
 
 
 def _by_token(token: str) -> Subscriber | None:
-    if not token or len(token) > 64:
-        return None
-    return Subscriber.objects.select_for_update().select_related("channel__account").filter(token=token).first()
+    return Subscriber.objects.with_token(token).select_for_update().select_related("channel__account").first()
 
 
 @transaction.atomic
@@ -352,7 +350,7 @@ def _import_chunk(channel: Channel, chunk: list[ImportRow], confirmed: bool, res
             continue
         valid[email] = row
     hashes = {email_hash(email): email for email in valid}
-    suppressed = {hashes[digest] for digest in _suppressions(channel, hashes)}
+    suppressed = {hashes[digest] for digest in suppressions_of(channel, hashes)}
     existing = set(Subscriber.objects.filter(channel=channel, email__in=list(valid)).values_list("email", flat=True))
     now = timezone.now()
     status = SubscriberStatus.CONFIRMED if confirmed else SubscriberStatus.UNCONFIRMED

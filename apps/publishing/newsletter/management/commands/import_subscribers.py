@@ -2,8 +2,8 @@ from django.core.management.base import CommandParser
 
 from apps.channels.models import Channel
 from apps.core.commands import Failure, JsonCommand
-from apps.publishing.newsletter.csv_import import OPEN_OPTIONS, CsvRows
-from apps.publishing.newsletter.services import ImportResult, check_newsletter, subscribers_import
+from apps.publishing.newsletter.csv_import import OPEN_OPTIONS, import_csv
+from apps.publishing.newsletter.services import ImportResult, check_newsletter
 
 # Invalid rows the text summary shows (--json lists them all).
 SHOWN_INVALID = 50
@@ -32,11 +32,9 @@ class Command(JsonCommand):
         check_newsletter(channel)
         try:
             with open(options["file"], **OPEN_OPTIONS) as file:
-                rows = CsvRows(file)
-                result = subscribers_import(channel=channel, rows=rows, confirmed=options["confirmed"])
+                result = import_csv(channel=channel, file=file, confirmed=options["confirmed"])
         except OSError as exc:
             raise Failure("unreadable_file", f"Cannot read {options['file']}: {exc.strerror or exc}.") from None
-        result.invalid = sorted([*result.invalid, *rows.invalid], key=lambda row: row["line"])
         return channel, result
 
     def as_json(self, outcome: tuple[Channel, ImportResult]) -> dict:
