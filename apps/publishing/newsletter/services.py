@@ -16,10 +16,13 @@ from functools import partial
 from itertools import islice
 
 from django.conf import settings
+from django.core import mail
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.channels.models import Channel, Platform
@@ -252,16 +255,14 @@ def confirmations_send(*, subscriber_ids: list[int]) -> int:
     """Mail each of these people still to confirm the confirmation e-mail: one link, and nothing a
     visitor typed (the form must not let bots mail strangers their text). Returns how many were sent;
     a mail server that fails raises, and the task tries again."""
-    from django.core import mail
-    from django.template.loader import render_to_string
-    from django.urls import reverse
-
     subscribers = Subscriber.objects.select_related("channel").filter(
         pk__in=subscriber_ids, status__in=[SubscriberStatus.UNCONFIRMED, SubscriberStatus.UNSUBSCRIBED]
     )
-    messages = []
+    messages, newsletters = [], {}
     for subscriber in subscribers.iterator(chunk_size=500):
-        newsletter = newsletter_of(subscriber.channel)
+        # An import's chunk is one channel's: its settings are read once, not once a person.
+        newsletter = newsletters.get(subscriber.channel_id) or newsletter_of(subscriber.channel)
+        newsletters[subscriber.channel_id] = newsletter
         context = {
             "channel": subscriber.channel,
             "url": f"{settings.SITE_URL}{reverse('blog:newsletter_confirm', args=[subscriber.token])}",
