@@ -48,7 +48,8 @@ def main() -> None:
 
     django.setup()
     logging.getLogger("cps.request").setLevel(logging.WARNING)
-    from bench.run import WORK, api_endpoints
+    from bench.api import api_endpoints
+    from bench.run import WORK
 
     requests = int(sys.argv[1]) if len(sys.argv) > 1 else 50
     seed = json.loads((WORK / "seed.json").read_text())

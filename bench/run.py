@@ -17,6 +17,11 @@ processes are in bench/.work/.
     python bench/run.py [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded,newsletter]
                         [--duration 20] [--newsletter-subscribers 100000]
                         [--scale-sizes 1000,20000] [--publishing-posts 1000] [--blog-sizes 100,2000]
+                        [--sweep granian:2x4,gunicorn-sync:4x1] [--sweep-rounds 2] [--sweep-seconds 2]
+                        [--quick]
+
+`--quick` (or BENCH_QUICK=1) shortens the API part to a smoke run (2 s per endpoint in 2 slices, the
+sweep in one round of 1 s slices); such a run writes nothing to bench/RESULTS.md.
 """
 
 import argparse
@@ -48,15 +53,14 @@ PG_SERVER = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 DB_NAME = os.environ.get("BENCH_DATABASE", "cps_bench")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7")
 QUEUE = "cps-bench"
-WEB_PORT, RECEIVER_PORT = 8401, 8402
+# BENCH_WEB_PORT: another port for the web server of the API and blog parts, so that a second run on
+# the same machine (a smoke run beside a test suite's servers) does not meet the first.
+WEB_PORT, RECEIVER_PORT = int(os.environ.get("BENCH_WEB_PORT", "8401")), 8402
 # The web server of the API benchmark: the Procfile's web process (granian serving config/asgi.py)
-# with its default processes and threads, 2 x 4 (4 x 1, 2 x 2 and 3 x 2 measured no better on 2 cores).
+# with its default processes and threads, 2 x 4; the API part's sweep (bench/api.py) measures the
+# others beside it.
 WEB_CONCURRENCY = os.environ.get("BENCH_WEB_CONCURRENCY", "2")
 WEB_THREADS = os.environ.get("BENCH_WEB_THREADS", "4")
-# The other server measured on the cached reads: gunicorn's sync worker, 4 processes, which served
-# the benchmark's main run before issue 30 (it takes a connection only when it is idle, so 32 busy
-# connections queue fairly; but a client that sends slowly holds a whole process).
-COMPARED_SERVERS = (("gunicorn", "4", "1"),)
 WORKER_CONCURRENCY = os.environ.get("BENCH_WORKER_CONCURRENCY", "2")
 
 CONNECTIONS = 32
@@ -67,12 +71,6 @@ SLICES = 10  # turns of the endpoint and its floor in each API benchmark
 # round (docs/benchmarks.md).
 SETTLE_SECONDS = 0.5
 MIXED_WRITE_EVERY = 50  # the mixed load: one write in this many requests
-# The cached reads and their target (issue 16): at least twice the floor's req/s.
-CACHED_TARGETS = ("GET /v1/channels/{id}/posts?per_page=20", "GET /v1/channels/{id}/posts/{id}")
-# The same two, before representations were cached: bench/RESULTS.md of 2026-11-23 17:49 UTC, on
-# this project's 2-core AMD EPYC machine. The mixed load must not be slower.
-BEFORE_CACHING = {CACHED_TARGETS[0]: 369, CACHED_TARGETS[1]: 239}
-LIST_POSTS = 1000
 WEBHOOK_EVENTS = 10_000
 WEBHOOK_BATCH = 500
 PLAN_SIZES = (10_000, 100_000)
@@ -315,61 +313,6 @@ def make_reader(name: str, email: str):
     return account, key
 
 
-def seed_api() -> dict:
-    from apps.channels.models import Channel, Team
-    from apps.posts.models import Post, Tag
-
-    account, key = make_reader("API bench", "reader@bench.example.com")
-    team = Team.objects.create(account=account, name="Editorial")
-    channel = Channel.objects.create(account=account, team=team, title="Company Blog", platform="blog")
-    tags = [Tag.objects.create(account=account, name=name).pk for name in ("django", "news", "python")]
-    insert_posts([channel.pk], LIST_POSTS, status="published", scheduled=False, tags=tags)
-    post = Post.objects.filter(channel=channel).order_by("id")[10]
-    sql("insert into posts_media (kind, url, alt_text, width, height, position, created_at, post_id) "
-        "values ('video', 'https://cdn.example.com/v.mp4', '', null, null, 1, now(), %s)", [post.pk])  # fmt: skip
-    # For trying things by hand against the bench database after a run.
-    (WORK / "seed.json").write_text(json.dumps({"key": key, "channel": channel.pk, "post": post.pk}))
-    return {"key": key, "channel": channel.pk, "post": post.pk}
-
-
-def api_endpoints(seed: dict) -> list[tuple[str, str, str]]:
-    """(label, path of the real endpoint, path of its floor)."""
-    channel, post = seed["channel"], seed["post"]
-    return [
-        ("GET /v1/channels/{id}/posts?per_page=20", f"/v1/channels/{channel}/posts?per_page=20",
-         f"/v1/floor/channels/{channel}/posts?per_page=20"),
-        ("GET /v1/channels/{id}/posts?per_page=100", f"/v1/channels/{channel}/posts?per_page=100",
-         f"/v1/floor/channels/{channel}/posts?per_page=100"),
-        ("GET /v1/channels/{id}/posts/{id}", f"/v1/channels/{channel}/posts/{post}",
-         f"/v1/floor/channels/{channel}/posts/{post}"),
-        ("GET /v1/me", "/v1/me", "/v1/floor/me"),
-    ]  # fmt: skip
-
-
-def count_queries(seed: dict, endpoints) -> dict:
-    """Queries per request of each endpoint and its floor, measured in-process, and a check that
-    the floor answers byte for byte what the endpoint answers."""
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
-
-    client = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {seed['key']}")
-    client.get("/v1/me")  # records the key's last use, which is then not written again for a minute
-    counts = {}
-    for label, path, floor_path in endpoints:
-        bodies = []
-        for which, url in (("api", path), ("floor", floor_path)):
-            with CaptureQueriesContext(connection) as queries:
-                response = client.get(url)
-            if response.status_code != 200:
-                raise RuntimeError(f"{url} answered {response.status_code}: {response.content[:500]!r}")
-            counts[(label, which)] = len(queries)
-            bodies.append(response.content)
-        if bodies[0] != bodies[1]:
-            raise RuntimeError(f"the floor of {label} answers other JSON:\n{bodies[0][:600]!r}\n{bodies[1][:600]!r}")
-    return counts
-
-
 class Load:
     """wrk's figures over several runs: totals added, latency histograms merged."""
 
@@ -456,30 +399,49 @@ def wrk(wrk_bin: str, key: str | None, path: str, seconds: int, env: dict | None
     return result.stdout
 
 
-# The HTTP servers compared: the Procfile's web process (`python -m config.web`: granian, the request
-# limits and the JSON answer to the requests it refuses itself), and gunicorn's sync worker serving
-# the same WSGI application (config/wsgi.py, preloaded), as the benchmark's main run did before.
+# The HTTP servers: the Procfile's web process (`python -m config.web`: granian, the request limits
+# and the JSON answer to the requests it refuses itself), and gunicorn's sync or gthread worker
+# serving the same WSGI application (config/wsgi.py, preloaded), which the API part compares with it.
+SERVER_NAMES = {
+    "web": "granian (config/web.py)",
+    "gunicorn-sync": "gunicorn (sync worker)",
+    "gunicorn-gthread": "gunicorn (gthread worker)",
+}
+
+
 def server_label(server: str, workers: str, threads: str) -> str:
-    name = {"web": "granian (config/web.py)", "gunicorn": "gunicorn (sync worker)"}[server]
-    return f"{name}, {workers} processes x {threads} thread{'s' if threads != '1' else ''}"
+    return f"{SERVER_NAMES[server]}, {workers} processes x {threads} thread{'s' if threads != '1' else ''}"
 
 
-def start_web(server: str, workers: str = WEB_CONCURRENCY, threads: str = WEB_THREADS) -> "Process":
-    env = {"DJANGO_SETTINGS_MODULE": "bench.settings"}
+def start_web(
+    server: str, workers: str = WEB_CONCURRENCY, threads: str = WEB_THREADS, settings: dict | None = None
+) -> "Process":
+    """The server on WEB_PORT, answering; `settings`: more of the web process's WEB_* settings."""
+    env = {"DJANGO_SETTINGS_MODULE": "bench.settings", **(settings or {})}
     if server == "web":
         args = [PYTHON, "-m", "config.web"]
         env |= {"BIND": f"127.0.0.1:{WEB_PORT}", "WEB_CONCURRENCY": workers, "WEB_THREADS": threads}
     else:
+        worker_class = server.removeprefix("gunicorn-")
         args = [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{WEB_PORT}", "--workers", workers, "--threads", threads,
-                "--preload", "--no-control-socket", "config.wsgi"]  # fmt: skip
-    web = Process(f"{server}-{workers}x{threads}", args, env)
+                "--worker-class", worker_class, "--preload", "--no-control-socket", "config.wsgi"]  # fmt: skip
+    web = Process(f"{server}-{workers}x{threads}{''.join(f'-{v}' for v in (settings or {}).values())}", args, env)
     wait_http(f"http://127.0.0.1:{WEB_PORT}/healthz")
     return web
 
 
-def measure(wrk_bin: str, key: str | None, web: "Process", pairs, duration: int, write_path: str | None = None) -> list:
-    """Each endpoint and its floor under load, taking turns in short slices (the first alternating),
-    so whatever else the machine does in the meantime weighs on both alike."""
+def measure(
+    wrk_bin: str,
+    key: str | None,
+    web: "Process",
+    pairs,
+    duration: int,
+    write_path: str | None = None,
+    *,
+    slices: int = SLICES,
+) -> list:
+    """Each endpoint and its floor under load, taking turns in `slices` short slices (the first
+    alternating), so whatever else the machine does in the meantime weighs on both alike."""
     env = {"WRK_WRITE_PATH": write_path, "WRK_WRITE_EVERY": str(MIXED_WRITE_EVERY)} if write_path else None
     rows = []
     for label, path, floor_path in pairs:
@@ -487,12 +449,12 @@ def measure(wrk_bin: str, key: str | None, web: "Process", pairs, duration: int,
             wrk(wrk_bin, key, url, 2, env)
         api, floor = Load(), Load()
         cpu = dict.fromkeys(ROLES, 0.0)  # used while the endpoint (not its floor) was loaded
-        for turn in range(SLICES):
+        for turn in range(slices):
             pair = [(api, path), (floor, floor_path)]
             for load, url in pair if turn % 2 == 0 else reversed(pair):
                 time.sleep(SETTLE_SECONDS)
                 before = cpu_snapshot(web.popen.pid) if load is api else None
-                load.add(wrk(wrk_bin, key, url, max(1, duration // SLICES), env))
+                load.add(wrk(wrk_bin, key, url, max(1, duration // slices), env))
                 if before is not None:
                     after = cpu_snapshot(web.popen.pid)
                     for role in ROLES:
@@ -505,38 +467,6 @@ def measure(wrk_bin: str, key: str | None, web: "Process", pairs, duration: int,
         print(f"  {web.name}{kind} {label}: {api['rps']:.0f} req/s (floor {floor['rps']:.0f}), p99 {api['p99']:.1f} ms",
               flush=True)  # fmt: skip
     return rows
-
-
-def bench_api(wrk_bin: str, duration: int) -> dict:
-    seed = seed_api()
-    endpoints = api_endpoints(seed)
-    queries = count_queries(seed, endpoints)
-    cached = [pair for pair in endpoints if pair[0] in CACHED_TARGETS]
-    write_path = f"/v1/floor/channels/{seed['channel']}/write"
-    load_before = os.getloadavg()[0]
-    web = start_web("web")
-    try:
-        rows = measure(wrk_bin, seed["key"], web, endpoints, duration)
-        mixed = measure(wrk_bin, seed["key"], web, cached, duration, write_path)
-    finally:
-        boots = web.log_text().count("Spawning worker")
-        web.stop()
-    load_after = os.getloadavg()[0]
-    for row in rows:
-        row["queries"], row["floor_queries"] = queries[(row["endpoint"], "api")], queries[(row["endpoint"], "floor")]
-    servers = {server_label("web", WEB_CONCURRENCY, WEB_THREADS): rows}
-    for config in COMPARED_SERVERS:
-        web = start_web(*config)
-        try:
-            servers[server_label(*config)] = measure(wrk_bin, seed["key"], web, cached, duration)
-        finally:
-            web.stop()
-    from bench import api_profile
-
-    print("  profile: CPU per request in-process", flush=True)
-    return {"rows": rows, "mixed": mixed, "servers": servers, "worker_boots": boots,
-            "duration": duration, "load": (load_before, load_after),
-            "cpu": api_profile.cpu_per_request(seed, endpoints)}  # fmt: skip
 
 
 # --- 2. webhook delivery throughput -------------------------------------------------------------
@@ -783,112 +713,6 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "**missed**"
 
 
-def target_ratio(label: str) -> float:
-    """The least ratio to the floor an endpoint must reach."""
-    return 2 if label in CACHED_TARGETS else 1 if label == "GET /v1/me" else 0.8
-
-
-def mixed_section(api: dict) -> list[str]:
-    lines = [
-        f"**Mixed load**: the same {CONNECTIONS} connections, one request in {MIXED_WRITE_EVERY} a write (an "
-        "editor's save of a post on the channel's first page through `post_update_content`, bench/floor.py "
-        "`write`), the others the read; the floor's run gets the same writes. Requests per second count both.",
-        "",
-        "| Endpoint | req/s | p50 ms | p99 ms | floor req/s | floor p99 ms | ratio | before caching | "
-        "target: not slower than before caching |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for row in api["mixed"]:
-        a, f = row["api"], row["floor"]
-        before = BEFORE_CACHING[row["endpoint"]]
-        lines.append(
-            f"| `{row['endpoint']}` | {a['rps']:.0f} | {a['p50']:.1f} | {a['p99']:.1f} | {f['rps']:.0f} | "
-            f"{f['p99']:.1f} | {row['ratio']:.2f}x | {before} | {verdict(a['rps'] >= before)} |"
-        )
-    return [*lines, "", "'Before caching': the repeated-read figure of bench/RESULTS.md of 2026-11-23 17:49 UTC.", ""]
-
-
-def servers_section(api: dict) -> list[str]:
-    main, *others = api["servers"]
-    lines = [
-        "**HTTP servers**, on the cached reads, each endpoint with its floor on the same server: the main run's "
-        f"({main}, the server the Procfile runs) and the others.",
-        "",
-        "| Server | Endpoint | req/s | p50 ms | p99 ms | floor req/s | floor p99 ms | req/s / main run's |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    first = {row["endpoint"]: row for row in api["servers"][main]}
-    for server in (main, *others):
-        for row in api["servers"][server]:
-            if row["endpoint"] not in CACHED_TARGETS:
-                continue
-            a, f = row["api"], row["floor"]
-            lines.append(
-                f"| {server} | `{row['endpoint']}` | {a['rps']:.0f} | {a['p50']:.1f} | {a['p99']:.1f} | {f['rps']:.0f} "
-                f"| {f['p99']:.1f} | {a['rps'] / first[row['endpoint']]['api']['rps']:.2f}x |"
-            )
-    return [*lines, ""]
-
-
-def api_notes(api: dict) -> list[str]:
-    """The profile of the API benchmark and the targets it missed, as measured (explanations: docs/benchmarks.md)."""
-    lines = [
-        "Profile (bench/api_profile.py): CPU per request measured in-process (Django's test client, no "
-        "network), the endpoint and its floor taking turns.",
-        "",
-        "| Endpoint | API ms CPU | floor ms CPU | ratio |",
-        "|---|---:|---:|---:|",
-    ]
-    for label, (cpu_api, cpu_floor) in api["cpu"].items():
-        lines.append(f"| `{label}` | {cpu_api:.2f} | {cpu_floor:.2f} | {cpu_floor / cpu_api:.2f}x |")
-    cores = os.cpu_count()
-    lines += [
-        "",
-        "Where the machine's CPU went while each endpoint was loaded over HTTP (process CPU time per request, "
-        "summed over the endpoint's slices), and what that allows: the most requests per second "
-        f"{cores} cores give at that cost, and the least mean latency that leaves at {CONNECTIONS} connections.",
-        "",
-        "| Endpoint | web ms | PostgreSQL ms | Redis ms | wrk ms | other ms | total ms | ceiling req/s "
-        f"| least mean latency at {CONNECTIONS} connections |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for row in api["rows"]:
-        cpu = row["cpu_ms"]
-        total = sum(cpu.values())
-        cells = " | ".join(f"{cpu[role]:.2f}" for role in ROLES)
-        lines.append(
-            f"| `{row['endpoint']}` | {cells} | {total:.2f} | {cores * 1000 / total:.0f} | "
-            f"{CONNECTIONS * total / cores:.0f} ms |"
-        )
-    misses_ratio = [row for row in api["rows"] if row["ratio"] < target_ratio(row["endpoint"])]
-    misses_p99 = [row for row in api["rows"] if row["api"]["p99"] >= 100]
-    if misses_ratio or misses_p99:
-        lines += ["", "**The misses.**", ""]
-    if misses_ratio:
-        lines.append(
-            "- Ratio below its target: "
-            + "; ".join(
-                f"`{row['endpoint']}` {row['ratio']:.2f}x (≥{target_ratio(row['endpoint'])}x)" for row in misses_ratio
-            )
-            + "."
-        )
-    if misses_p99:
-        lines.append(
-            "- p99 at or above 100 ms: "
-            + "; ".join(
-                f"`{row['endpoint']}` {row['api']['p99']:.0f} ms (floor {row['floor']['p99']:.0f} ms)"
-                for row in misses_p99
-            )
-            + f". Mean latency at {CONNECTIONS} busy connections ({CONNECTIONS} / throughput): "
-            + "; ".join(
-                f"{CONNECTIONS / row['api']['rps'] * 1000:.0f} ms at {row['api']['rps']:.0f} req/s"
-                for row in misses_p99
-            )
-            + "."
-        )
-    return [*lines, ""]
-
-
 def report(
     info: dict,
     api: dict | None,
@@ -912,46 +736,9 @@ def report(
         "",
     ]
     if api:
-        rows = api["rows"]
-        by_label = {row["endpoint"]: row for row in rows}
-        q20 = by_label["GET /v1/channels/{id}/posts?per_page=20"]["queries"]
-        q100 = by_label["GET /v1/channels/{id}/posts?per_page=100"]["queries"]
-        lines += [
-            f"## 1. API throughput (wrk, {CONNECTIONS} connections, {api['duration']} s per run, from 127.0.0.1)",
-            "",
-            f"{server_label('web', WEB_CONCURRENCY, WEB_THREADS)}, the Procfile's web process with production "
-            "settings on PostgreSQL. Floor: a plain Django view (bench/floor.py, no DRF) with "
-            "the same key lookup, the same queries and byte-identical JSON, served by the same server and "
-            f"middleware. Each endpoint and its floor take turns in {SLICES} slices of "
-            f"{max(1, api['duration'] // SLICES)} s (the first alternating, {SETTLE_SECONDS} s apart for the "
-            "server to finish the last slice's requests); latencies are merged from wrk's "
-            "histograms. Load average before/after: "
-            f"{api['load'][0]:.2f}/{api['load'][1]:.2f}. Worker processes booted: {api['worker_boots']}.",
-            "",
-            "| Endpoint | req/s | p50 ms | p99 ms | floor req/s | floor p50 ms | floor p99 ms | ratio | non-2xx "
-            "| queries (floor) | target |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-        ]
-        for row in rows:
-            a, f = row["api"], row["floor"]
-            least = target_ratio(row["endpoint"])
-            ok = row["ratio"] >= least and a["p99"] < 100 and a["non_2xx"] == 0 and a["socket_errors"] == 0
-            lines.append(
-                f"| `{row['endpoint']}` | {a['rps']:.0f} | {a['p50']:.1f} | {a['p99']:.1f} | {f['rps']:.0f} | "
-                f"{f['p50']:.1f} | {f['p99']:.1f} | {row['ratio']:.2f}x | {a['non_2xx'] + f['non_2xx']} | "
-                f"{row['queries']} ({row['floor_queries']}) | ≥{least}x, p99 <100 ms: {verdict(ok)} |"
-            )
-        lines += [
-            "",
-            "Repeated reads of one URL (the polling case): after the first request the endpoints answer from "
-            "the cache of representations (docs/benchmarks.md), the floor computes every answer. Queries are "
-            f"counted on a miss: {q20} at per_page=20, {q100} at per_page=100 ({verdict(q20 == q100)}: constant in "
-            "page size); a hit is 2 (the key, the channel's version).",
-            "",
-        ]
-        lines += mixed_section(api)
-        lines += servers_section(api)
-        lines += api_notes(api)
+        from bench.api import api_section
+
+        lines += api_section(api)
     if hooks:
         lines += [
             f"## 2. Webhook delivery throughput ({hooks['events']:,} events)",
@@ -1104,7 +891,34 @@ def main() -> int:
         help="posts in the blog part's small and large channels, e.g. 100,2000 (default 100,100000)",
     )
     parser.add_argument("--newsletter-subscribers", type=int, default=100_000, help="the newsletter part's audience")
+    from bench.api import SWEEP, parse_sweep
+
+    parser.add_argument(
+        "--sweep",
+        type=parse_sweep,
+        default=SWEEP,
+        help="the API part's alternatives, SERVER:PROCESSESxTHREADS with commas (granian, granian-st, gunicorn-sync, "
+        f"gunicorn-gthread), or none; default {SWEEP}",
+    )
+    parser.add_argument("--sweep-rounds", type=int, default=2, help="rounds of the API part's sweep")
+    parser.add_argument("--sweep-seconds", type=int, default=2, help="seconds of each slice of the sweep")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("BENCH_QUICK", "") not in ("", "0"),
+        help="a smoke run of the API part (seconds instead of minutes); writes nothing to bench/RESULTS.md",
+    )
     args = parser.parse_args()
+    api_duration = 2 if args.quick else args.duration
+    api_options = {"configs": args.sweep, "rounds": args.sweep_rounds, "sweep_seconds": args.sweep_seconds}
+    if args.quick:
+        api_options |= {"slices": 2, "rounds": 1, "sweep_seconds": 1}
+    api_defaults = not args.quick and (args.duration, args.sweep_rounds, args.sweep_seconds, args.sweep) == (
+        parser.get_default("duration"),
+        2,
+        2,
+        parse_sweep(SWEEP),
+    )
     parts = set(args.only.split(","))
     WORK.mkdir(parents=True, exist_ok=True)
     (WORK / "wrk.log").write_text("")
@@ -1119,7 +933,9 @@ def main() -> int:
     try:
         if "api" in parts:
             print("bench: API throughput", flush=True)
-            api = bench_api(wrk_bin, args.duration)
+            from bench.api import bench_api
+
+            api = bench_api(wrk_bin, api_duration, **api_options)
         if "webhooks" in parts:
             print("bench: webhook delivery throughput", flush=True)
             hooks = bench_webhooks(args.webhook_events)
@@ -1162,10 +978,10 @@ def main() -> int:
     text = report(info, api, hooks, plan, isolation, scale, publishing, blog, embedded, newsletter)
     text += f"\nThe whole benchmark took {math.ceil(time.monotonic() - started)} s.\n"
     print("\n" + text)
-    if parts == set(PARTS):
+    if parts == set(PARTS) and not args.quick:
         RESULTS.write_text(text)
         print(f"bench: written to {RESULTS.relative_to(ROOT)}")
-    elif parts == {"api"} and args.duration == parser.get_default("duration"):
+    elif parts == {"api"} and api_defaults:
         from bench.publishing import replace_section
 
         lines = text.split("\n")

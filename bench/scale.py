@@ -37,7 +37,7 @@ READS = (
     ("page1", "posts page 1 `?per_page=20`", 1.5),
     ("deep", "deep page, the middle one `?page=<pages/2>&per_page=20`", 3),
     ("cursor", "cursor page at the same depth `?cursor=<c>&per_page=20`", 1.5),
-    ("last", "last page `?page=<last>&per_page=20`", 3),
+    ("last", "last page `?page=<last>&per_page=20`", 1.5),
 )
 PLAN_TARGET = 1.5
 # As part 3 judges it: the largest size's peak within a quarter of the smallest's.
@@ -62,7 +62,7 @@ def bench_scale(sizes=SIZES) -> dict:
     _grow(seed["reference"], 0, sizes[0])
     result = {
         "sizes": sizes, "reads": {}, "reference": {}, "rounds": {}, "plan": {}, "plan_reference": {},
-        "grow_seconds": {}, "explain": {}, "recount_ms": {},
+        "grow_seconds": {}, "explain": {}, "recount_ms": {}, "anchors_ms": {},
     }  # fmt: skip
     size_now = 0
     for size in sizes:
@@ -86,6 +86,7 @@ def bench_scale(sizes=SIZES) -> dict:
                 result["explain"] = {key: _explain(client, paths[key]) for key in ("deep", "cursor", "last")}
         result["reads"][size] = figures
         result["recount_ms"][size] = _recount_ms(seed["channel"], size)
+        result["anchors_ms"][size] = _anchors_ms(seed["channel"], size)
         result["plan"][size], result["plan_reference"][size] = _plan_per_post(seed)
         print(
             f"  {size:,} posts: "
@@ -275,6 +276,21 @@ def _recount_ms(channel_id: int, size: int) -> float:
     return min(times)
 
 
+def _anchors_ms(channel_id: int, size: int) -> float:
+    """How long making the channel's page anchors takes (the one statement that reads them; best of
+    3), which a deep page pays once per `posts_ids_version` (apps/posts/page_anchors.py)."""
+    from apps.posts import page_anchors
+
+    times = []
+    for _ in range(3):
+        before = time.perf_counter()
+        _, anchors = page_anchors._read_anchors(channel_id)
+        times.append((time.perf_counter() - before) * 1000)
+        if len(anchors) != math.ceil(size / page_anchors.SPACING):
+            raise RuntimeError(f"a channel of {size:,} posts: {len(anchors):,} anchors")
+    return min(times)
+
+
 # --- the content plan -----------------------------------------------------------------------------
 
 
@@ -370,9 +386,10 @@ def scale_section(result: dict) -> list[str]:
         f"{WARMUP_ROUNDS} rounds of warm-up, then up to {ROUNDS} rounds (at least {MIN_ROUNDS}, stopped after "
         f"{READ_SECONDS} s): "
         + ", ".join(f"{result['rounds'][size]} at {size:,}" for size in sizes)
-        + ". The deep page is the middle one, the deepest there is (a page nearer the end than the start is "
-        "counted from the end of the index); the cursor page is the same posts, reached with `meta.next_cursor` "
-        "of the page before it (checked: the same ids). Content plan: "
+        + ". The deep page is the middle one, the deepest there is without anchors (a page nearer the end than "
+        "the start is counted from the end of the index); it starts from the channel's page anchor before it "
+        "(every 1,000th post id, in Redis: apps/posts/page_anchors.py). The cursor page is the same posts, "
+        "reached with `meta.next_cursor` of the page before it (checked: the same ids). Content plan: "
         f"{DUE_POSTS:,} due posts (two tags and an image each) added to a channel, moved by one "
         "`content_plan_run()` in a process of its own with one webhook endpoint (events and deliveries written), "
         f"then deleted again; {PLAN_RUNS} runs in the grown channel and {PLAN_RUNS} in the reference channel, "
@@ -431,6 +448,11 @@ def scale_section(result: dict) -> list[str]:
         "",
         "`recount_posts` on the channel (its row locked while counted; best of 3, no drift found): "
         + ", ".join(f"{result['recount_ms'][size]:.0f} ms at {size:,}" for size in sizes)
+        + ".",
+        "",
+        "Making the channel's page anchors (every 1,000th id, one statement; a deep page pays it once per "
+        "`posts_ids_version`, which appending and editing posts keep; best of 3): "
+        + ", ".join(f"{result['anchors_ms'][size]:.0f} ms at {size:,}" for size in sizes)
         + ".",
         "",
         "Growing the channel (insert, then vacuum analyze): "

@@ -367,6 +367,12 @@ PAGE_SIZE_MAX = 100
 # memory without REDIS_URL), under their channel's version; 0 turns the cache off. A change makes
 # a new version at once, so this bounds memory, not staleness (apps/api/representations.py).
 API_CACHE_SECONDS = _non_negative_int("API_CACHE_SECONDS", 3600)
+# With PostgreSQL and Redis, API keys (with their account and user) and channels' versions are read
+# from Redis, deleted by the database's notifications when their rows change (apps/core/coherence.py):
+# a cached read asks the database nothing. This is their time to live, which bounds staleness only
+# for changes made outside the service (psql) or while Redis was unreachable; 0 reads them from the
+# database on every request.
+API_LOOKUP_CACHE_SECONDS = _non_negative_int("API_LOOKUP_CACHE_SECONDS", 300)
 
 # --- Rate limits: requests per account per clock hour, by plan; empty means unlimited ---
 RATE_LIMITS = {
@@ -775,6 +781,11 @@ def _site_url() -> str:
 SITE_URL = _site_url()
 WEB_CONCURRENCY = _positive_int("WEB_CONCURRENCY", 2)  # worker processes
 WEB_THREADS = _positive_int("WEB_THREADS", 4)  # threads per process that run the application
+# granian's runtime for the sockets in each process: multi-threaded (`mt`, its default for this
+# interface) or single-threaded (`st`). The API benchmark measures both beside each other.
+WEB_RUNTIME_MODE = env.str("WEB_RUNTIME_MODE", default="mt").strip().lower()
+if WEB_RUNTIME_MODE not in {"mt", "st"}:
+    raise ImproperlyConfigured(f"WEB_RUNTIME_MODE must be mt or st, got {WEB_RUNTIME_MODE!r}")
 # Seconds a client has to send a request's line and headers (counted from the connection's opening
 # or the end of the previous answer, so also how long an idle kept-alive connection stays open;
 # granian takes at most 60), and then its body: past either the connection is closed (a body

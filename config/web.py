@@ -35,7 +35,7 @@ LOGGING = {
 
 def server_options(web) -> dict:
     """granian's options from the settings (`web`: django.conf.settings)."""
-    from granian.constants import HTTPModes, Interfaces
+    from granian.constants import HTTPModes, Interfaces, RuntimeModes
     from granian.http import HTTP1Settings
 
     host, port = web.WEB_BIND
@@ -47,6 +47,7 @@ def server_options(web) -> dict:
         # loop and runs it on WEB_THREADS threads of its own.
         "interface": Interfaces.ASGINL,
         "workers": web.WEB_CONCURRENCY,
+        "runtime_mode": RuntimeModes(web.WEB_RUNTIME_MODE),
         "http": HTTPModes.http1,
         "websockets": False,
         # Counted from the connection's opening, or from the end of the previous answer on a

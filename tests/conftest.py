@@ -78,6 +78,15 @@ def _fresh_representations(monkeypatch):
     )
 
 
+@pytest.fixture(autouse=True)
+def _fresh_entries(monkeypatch):
+    """Each test keeps the shared cache's entries standing for rows (apps/core/coherence.py) in a set
+    of its own: ids repeat between tests on a reused database."""
+    from apps.core import coherence
+
+    monkeypatch.setattr(coherence.shared, "namespace", f"test-rows-{uuid.uuid4().hex}")
+
+
 @pytest.fixture
 def api_client():
     return APIClient()

@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, hash_secret, validate_local_path
+from apps.core.coherence import claim
 from apps.core.errors import DomainError, Forbidden, Gone, NotFound
 from apps.core.validation import field_error
 from apps.users.models import ROLE_RANK, User
@@ -53,7 +54,12 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
 def api_key_touch(*, api_key: ApiKey) -> None:
     """Record use, at most once per API_KEY_LAST_USED_RESOLUTION seconds per key."""
     now = timezone.now()
-    if api_key.last_used_at and now - api_key.last_used_at < timedelta(seconds=settings.API_KEY_LAST_USED_RESOLUTION):
+    resolution = settings.API_KEY_LAST_USED_RESOLUTION
+    if api_key.last_used_at and now - api_key.last_used_at < timedelta(seconds=resolution):
+        return
+    # Requests that all found the key due at once (its cached copy is renewed by this very write)
+    # leave the write to the first of them.
+    if not claim(f"api-key-touch:{api_key.pk}", resolution):
         return
     ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
     api_key.last_used_at = now

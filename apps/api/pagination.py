@@ -32,7 +32,7 @@ def _object_schema(properties: dict, description: str = "") -> dict:
     return {**schema, "description": description} if description else schema
 
 
-def _page_of(queryset, offset: int, size: int, count: int) -> list:
+def _page_of(queryset, offset: int, size: int, count: int, seek: Callable | None = None) -> list:
     """The rows `offset` to `offset + size` of the queryset (of `count` rows), in its order.
 
     Their keys are picked first by a subquery that reads only keys (for a list ordered by id with
@@ -43,9 +43,17 @@ def _page_of(queryset, offset: int, size: int, count: int) -> list:
     the newest items) cost what the first do, and the middle is the deepest a page gets. `count` is
     read before this query, so a row created or deleted in the instant between the two shifts such
     a page by one, as a deletion shifts the later pages of any page-numbered list.
+
+    `seek(offset, skipped)`, for a list ordered by id (apps.posts.page_anchors), may name a row that
+    the page starts fewer rows after than the `skipped` entries read above: (pk, skip), the row at
+    `offset` being the `skip`-th (from 0) of those from `pk` on. None: read as above.
     """
     from_end = count - offset - size
-    if from_end < offset:
+    start = None if seek is None else seek(offset, min(offset, max(from_end, 0)))
+    if start is not None:
+        pk, skip = start
+        keys = queryset.filter(pk__gte=pk).values("pk")[skip : skip + size]
+    elif from_end < offset:
         keys = queryset.reverse().values("pk")[max(from_end, 0) : count - offset]
     else:
         keys = queryset.values("pk")[offset : offset + size]
@@ -64,8 +72,9 @@ class PagePagination(BasePagination):
     page_size_params: tuple[str, ...] = ("per_page", "limit")
     meta_key = "meta"
 
-    def paginate_queryset(self, queryset, request, view=None, count: int | None = None):
-        """The page's items; `count`, when the caller knows it, spares the count query."""
+    def paginate_queryset(self, queryset, request, view=None, count: int | None = None, seek: Callable | None = None):
+        """The page's items; `count`, when the caller knows it, spares the count query; `seek`, of a
+        list ordered by id, finds deep pages' starting rows (see _page_of)."""
         params = request.query_params
         self.page = positive_int_param(params, "page", 1)
         self.per_page = self.page_size(params)
@@ -74,7 +83,7 @@ class PagePagination(BasePagination):
         if self.offset >= self.count:
             # Also keeps absurd page numbers away from SQL's 64-bit OFFSET.
             return []
-        return _page_of(queryset, self.offset, self.per_page, self.count)
+        return _page_of(queryset, self.offset, self.per_page, self.count, seek)
 
     @staticmethod
     def count_of(queryset, count: int | None) -> int:
@@ -158,7 +167,15 @@ class CursorPagePagination(PagePagination):
     cursor_param = "cursor"
 
     def paginate_queryset(
-        self, queryset, request, view=None, count: int | None = None, *, list_key: str = "", id_of: Callable
+        self,
+        queryset,
+        request,
+        view=None,
+        count: int | None = None,
+        seek: Callable | None = None,
+        *,
+        list_key: str = "",
+        id_of: Callable,
     ):
         """`list_key` names the list (a cursor of another list is refused); `id_of(item)` is the id
         of one of the returned items."""
@@ -167,7 +184,7 @@ class CursorPagePagination(PagePagination):
         self.list_key = list_key
         self.next_cursor = None
         if not raw:
-            page = super().paginate_queryset(queryset, request, view, count)
+            page = super().paginate_queryset(queryset, request, view, count, seek)
             if page and self.offset + len(page) < self.count:
                 self.next_cursor = cursor_after(list_key, id_of(page[-1]))
             return page

@@ -35,6 +35,7 @@ from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
 from apps.core import threads
+from apps.core.coherence import shared
 from apps.users.services import sign_in_pause_report
 
 logger = logging.getLogger(__name__)
@@ -153,7 +154,7 @@ class CounterStore(FailOpenStore):
     def _increment(backend, key: str, ttl: int) -> int:
         if isinstance(backend, RedisCache):
             full_key = backend.make_and_validate_key(key)
-            client = redis_client(backend)
+            client = shared.client()
             # INCR and EXPIRE in one MULTI: one round trip, atomic across processes, and no counter
             # is ever left without an expiry.
             count, _ = client.pipeline(transaction=True).incr(full_key).expire(full_key, ttl).execute()
@@ -167,19 +168,8 @@ class CounterStore(FailOpenStore):
     def _read(backend, key: str, ttl: None) -> int:
         if isinstance(backend, RedisCache):
             # The counters are INCR's plain integers: no need for the cache's unpickling.
-            return int(redis_client(backend).get(backend.make_and_validate_key(key)) or 0)
+            return int(shared.client().get(backend.make_and_validate_key(key)) or 0)
         return int(backend.get(key) or 0)
-
-
-def redis_client(backend: RedisCache):
-    """The client of the backend's primary server, made once per backend instance (Django's own
-    cache calls build a new client object, with its table of response callbacks, each time, a
-    sizeable part of a request that only peeks at a counter). Backends are per thread, like
-    this client; the connection pool behind it is the backend's."""
-    client = backend.__dict__.get("_ratelimit_client")
-    if client is None:
-        client = backend.__dict__["_ratelimit_client"] = backend._cache.get_client(write=True)
-    return client
 
 
 store = CounterStore()
@@ -296,7 +286,7 @@ class LoginFailureCounters:
         def read(backend, key: str) -> int | None:
             full_key = backend.make_and_validate_key(key)
             if isinstance(backend, RedisCache):
-                ttl = redis_client(backend).ttl(full_key)
+                ttl = shared.client().ttl(full_key)
                 return ttl if ttl > 0 else None  # -2: no such key, -1: no expiry
             expiry = getattr(backend, "_expire_info", {}).get(full_key)  # LocMemCache
             return None if expiry is None else math.ceil(expiry - time.time())

@@ -15,6 +15,9 @@ the path with its query string, the negotiated media type, the version, and a di
 and settings that shape the bytes, so a deploy that changes a representation never serves the old
 one.
 
+Concurrent misses of one representation compute it once: the first takes a lock beside the key
+and computes, the others wait for what it stores (`_computed_by_another`).
+
 The store fails open, like the rate-limit counters: with the cache unreachable, requests are
 computed as if nothing were cached, and the store is left alone for a few seconds.
 """
@@ -33,7 +36,8 @@ from django.core.cache.backends.redis import RedisCache
 from django.http import HttpResponse
 from django.utils.cache import set_response_etag
 
-from apps.api.ratelimit import FailOpenStore, redis_client
+from apps.api.ratelimit import FailOpenStore
+from apps.core.coherence import shared
 
 # The code whose changes change the bytes of a cached representation.
 SHAPING_MODULES = (
@@ -97,22 +101,47 @@ class RepresentationStore(FailOpenStore):
         value = f"{response['ETag']}\n{response['Content-Type']}\n".encode() + response.content
         self._call(self._write, key, value, now=time.monotonic())
 
+    def lead(self, key: str) -> bool:
+        """Whether this request is the one to compute `key` (the others wait for it); True when the
+        store cannot be reached."""
+        won = self._call(self._lock, key, now=time.monotonic())
+        return won is None or bool(won)
+
+    def done(self, key: str) -> None:
+        self._call(self._unlock, key, now=time.monotonic())
+
+    def computing(self, key: str) -> bool:
+        return bool(self._call(lambda backend, key: backend.get(f"{key}:computing"), key, now=time.monotonic()))
+
+    @staticmethod
+    def _lock(backend, key: str) -> bool:
+        return backend.add(f"{key}:computing", 1, COMPUTE_WAIT)
+
+    @staticmethod
+    def _unlock(backend, key: str) -> None:
+        backend.delete(f"{key}:computing")
+
     @staticmethod
     def _read(backend, key: str) -> bytes | None:
         if isinstance(backend, RedisCache):
             # Plain bytes: no unpickling, and no new client object per call.
-            return redis_client(backend).get(backend.make_and_validate_key(key))
+            return shared.client().get(backend.make_and_validate_key(key))
         return backend.get(key)
 
     @staticmethod
     def _write(backend, key: str, value: bytes) -> None:
         if isinstance(backend, RedisCache):
-            redis_client(backend).set(backend.make_and_validate_key(key), value, ex=settings.API_CACHE_SECONDS)
+            shared.client().set(backend.make_and_validate_key(key), value, ex=settings.API_CACHE_SECONDS)
         else:
             backend.set(key, value, settings.API_CACHE_SECONDS)
 
 
 store = RepresentationStore()
+
+# How long requests wait for another computing the representation they all miss, and how often they
+# look: past the wait, each computes it itself.
+COMPUTE_WAIT = 5
+WAIT_STEP = 0.005
 
 
 def serve(
@@ -130,9 +159,45 @@ def serve(
     response = store.get(key)
     if response is not None:
         return response
-    response = compute()
-    if response.status_code == 200:
+    if store.lead(key):
+        # Another may have stored it between the look above and taking the lock.
+        response = store.get(key)
+        if response is not None:
+            store.done(key)
+            return response
+    else:
+        response = _computed_by_another(key)
+        if response is not None:
+            return response
+    try:
+        response = compute()
+    except BaseException:
+        store.done(key)
+        raise
+    if response.status_code != 200:
+        store.done(key)
+        return response
+
+    def stored(rendered) -> None:
         # After rendering, so the bytes stored are the bytes sent; the ETag is set here, once, and
         # ConditionalGetMiddleware answers If-None-Match from it.
-        response.add_post_render_callback(lambda rendered: store.put(key, rendered))
+        store.put(key, rendered)
+        store.done(key)
+
+    response.add_post_render_callback(stored)
     return response
+
+
+def _computed_by_another(key: str) -> HttpResponse | None:
+    """What the request computing `key` stores, waited for while it computes (at most
+    COMPUTE_WAIT seconds): concurrent misses of one representation compute it once. None when it
+    stored nothing (an error, a refusal): then each computes its own answer."""
+    deadline = time.monotonic() + COMPUTE_WAIT
+    while time.monotonic() < deadline:
+        time.sleep(WAIT_STEP)
+        response = store.get(key)
+        if response is not None:
+            return response
+        if not store.computing(key):
+            return store.get(key)
+    return None

@@ -2,10 +2,11 @@
 
 The API's rule holds here (apps/api/representations.py): every change of what a blog shows (a post,
 its tags or media, the channel's settings) gives the channel a new version in the transaction of
-the change, whatever wrote it. A request reads the channel (its version with it), then looks for the
-page stored under that version; a miss renders the page and stores it under the version read
+the change, whatever wrote it. A request reads the channel (its version with it: from Redis, where the
+database's own notifications delete it at every change, see apps/core/coherence.py), then looks for
+the page stored under that version; a miss renders the page and stores it under the version read
 before any post was. So an edit, an unpublish or a delete shows at the very next request, and a
-page costs one small query and one cache read while nothing changed.
+page costs two cache reads and no query while nothing changed.
 
 Each entry keeps the headers its page needs (ETag, Last-Modified: when it was rendered, the
 Content-Security-Policy, which names the hash of the page's one inline style, and the page's own

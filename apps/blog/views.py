@@ -18,6 +18,7 @@ from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.db import router
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import render
 from django.utils import timezone
@@ -28,6 +29,7 @@ from apps.api import ratelimit
 from apps.blog import pages
 from apps.blog.forms import SubscribeForm
 from apps.channels.models import SITE_PLATFORMS, Channel, Platform, normalize_domain
+from apps.core.coherence import Entries
 from apps.core.errors import InvalidInput
 from apps.core.markdown import markdown_text, render_markdown
 from apps.core.prepared import PreparedLookup
@@ -68,13 +70,35 @@ _by_domain = PreparedLookup(
 )
 
 
+# What the shared cache keeps of a blog's channel: the columns its pages show, in the model's order
+# (the order Model.from_db takes values in).
+_SITE_COLUMNS = tuple(
+    field.attname for field in Channel._meta.concrete_fields if field.primary_key or field.name in SITE_FIELDS
+)
+
+
+def _site_values(channel: Channel | None) -> tuple | None:
+    return None if channel is None else tuple(getattr(channel, name) for name in _SITE_COLUMNS)
+
+
+def _site(values: tuple | None) -> Channel | None:
+    return None if values is None else Channel.from_db(router.db_for_read(Channel), _SITE_COLUMNS, values)
+
+
+# Blogs by handle and by domain in the shared cache (apps/core/coherence.py), forgotten by channels
+# 0007's triggers whenever the channel changes or gets a new version: a page served from the cache
+# asks the database nothing.
+_handles = Entries("h", lambda handle: _site_values(_by_handle.first(handle)))
+_domains = Entries("d", lambda domain: _site_values(_by_domain.first(domain)))
+
+
 def blog_of_domain(domain: str) -> Channel | None:
-    return _by_domain.first(domain)
+    return _site(_domains.get(domain))
 
 
 def channel_of(request, handle: str | None) -> Channel:
     """The blog the request is for: its own domain's (found by the middleware) or the handle's."""
-    channel = getattr(request, "blog_channel", None) if handle is None else _by_handle.first(handle)
+    channel = getattr(request, "blog_channel", None) if handle is None else _site(_handles.get(handle))
     if channel is None:
         raise Http404("No such blog.")
     return channel

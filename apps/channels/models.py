@@ -183,6 +183,13 @@ class Channel(models.Model):
     # expression would), never a number read earlier and written back. Reads never count; the
     # `recount_posts` command finds and mends drift. `db_default`: rows inserted by raw SQL too.
     posts_count = models.IntegerField("posts", default=0, db_default=0, editable=False)
+    # Names the positions of the channel's posts in id order: the database's triggers (migration
+    # channels 0006) give it a new random value in the transaction of every change that moves a post
+    # to another position (a post inserted or moved in below another, one deleted or moved out from
+    # below another), and of nothing else: appending posts and editing them keep it. Any other value
+    # written here is replaced by a new random one. Deep pages' starting points are cached under it
+    # (apps.posts.page_anchors). A row inserted by raw SQL starts at 0, under which none are kept.
+    posts_ids_version = models.BigIntegerField(default=new_version, db_default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

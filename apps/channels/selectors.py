@@ -1,6 +1,7 @@
 """Reads of channels that more than one caller shares."""
 
 from apps.channels.models import Channel
+from apps.core.coherence import Entries
 from apps.core.errors import NotFound
 from apps.core.prepared import PreparedLookup
 
@@ -17,10 +18,19 @@ _version_by_id = PreparedLookup(
 )
 
 
-def channel_version(channel_id: int) -> tuple[int, int] | None:
-    """The channel's (account id, version), or None when there is no such channel."""
+def _version_from_database(channel_id: int) -> tuple[int, int] | None:
     channel = _version_by_id.first(channel_id)
     return None if channel is None else (channel.account_id, channel.version)
+
+
+# Versions in the shared cache: invalidated by channels 0007's triggers (`c:<id>`), which fire
+# wherever channels 0002 renews a version.
+_versions = Entries("c", _version_from_database)
+
+
+def channel_version(channel_id: int) -> tuple[int, int] | None:
+    """The channel's (account id, version), or None when there is no such channel."""
+    return _versions.get(channel_id)
 
 
 def channel_get(*, account_id: int, channel_id: int, listed: bool = False) -> Channel:

@@ -1,4 +1,5 @@
 from datetime import UTC, datetime
+from functools import partial
 from operator import itemgetter
 
 from django.db.models import prefetch_related_objects
@@ -14,6 +15,7 @@ from apps.api.request_fields import QueryFilterSerializer, StrictCharField, Stri
 from apps.api.schema import common_errors, error
 from apps.channels.selectors import channel_get, channel_version
 from apps.core.errors import NotFound
+from apps.posts import page_anchors
 from apps.posts.models import (
     EXTERNAL_ID_MAX_LENGTH,
     TAG_NAME_MAX_LENGTH,
@@ -116,7 +118,8 @@ class ChannelPostListView(APIView):
             "`VALIDATION_ERROR`, checked before the channel is looked up.\n\n"
             "**Cursor (an extension of the spec), for full syncs:** every page's `meta.next_cursor` (null on the "
             "last page) passed back as `cursor` returns the next `per_page` posts, with the same filters. A page "
-            "reached by cursor costs the same at any depth, where `page=N` costs more the deeper it is; a sync "
+            "reached by cursor costs the same at any depth, as does `page=N` without filters (with filters, a deeper "
+            "`page` costs more); a sync "
             "by cursor sees no post twice and gets posts added meanwhile at its end. Its `meta` is `count`, "
             "`per_page` and `next_cursor` (no page number). A cursor that was altered, or that another list "
             "(another channel, other filters) gave, answers 400 `VALIDATION_ERROR` on field `cursor`, as does "
@@ -153,6 +156,8 @@ class ChannelPostListView(APIView):
             view=self,
             # Unfiltered, the page counts every post of the channel: the channel's stored number.
             count=None if filters else channel.posts_count,
+            # Deep pages start from the channel's anchors; filtered lists have none (as before: OFFSET).
+            seek=None if filters else partial(page_anchors.start_of, channel.pk, channel.posts_ids_version),
             list_key=posts_list_key(channel.pk, filters),
             id_of=itemgetter(columns.index("id")),
         )

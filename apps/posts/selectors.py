@@ -17,6 +17,8 @@ from functools import cache
 from django.db.models import Q, QuerySet
 
 from apps.channels.models import Channel
+from apps.channels.selectors import channel_version
+from apps.core.coherence import Entries, readable
 from apps.core.prepared import PreparedLookup
 from apps.posts.models import Media, Post, PostQuerySet, PublicationStatus, Tag, shown_at
 from apps.publishing.models import JobAction
@@ -31,6 +33,9 @@ def row_type(fields: tuple[str, ...]) -> type:
     return namedtuple("Row", fields)
 
 
+_channel_of_post = PreparedLookup(
+    Post, "id", (1, 2), lambda pk: Post.objects.only("channel_id").filter(pk=pk).order_by()[:1]
+)
 _channel_version_by_post = PreparedLookup(
     Post,
     "id",
@@ -44,10 +49,24 @@ _channel_version_by_post = PreparedLookup(
 )
 
 
+def _channel_id_from_database(post_id: int) -> int | None:
+    post = _channel_of_post.first(post_id)
+    return None if post is None else post.channel_id
+
+
+# Each post's channel in the shared cache: invalidated when the post moves (channels 0007,
+# `p:<id>`). A deleted post's entry may stay: its channel's version changed, and ids are not reused.
+_post_channels = Entries("p", _channel_id_from_database)
+
+
 def post_channel_version(post_id: int) -> tuple[int, int] | None:
     """The (account id, version) of the post's channel, or None when there is no such post."""
-    post = _channel_version_by_post.first(post_id)
-    return None if post is None else (post.channel.account_id, post.channel.version)
+    if not readable():
+        # One query for both, where the shared cache cannot be used.
+        post = _channel_version_by_post.first(post_id)
+        return None if post is None else (post.channel.account_id, post.channel.version)
+    channel_id = _post_channels.get(post_id)
+    return None if channel_id is None else channel_version(channel_id)
 
 
 def filter_posts(

@@ -62,6 +62,7 @@ def test_the_web_settings_are_read_from_the_environment():
         ({"WEB_PRELOAD": "maybe"}, "WEB_PRELOAD must be true or false, got 'maybe'"),
         ({"WEB_HEADER_TIMEOUT": "61"}, "WEB_HEADER_TIMEOUT must be between 1 and 60, got 61"),
         ({"WEB_THREADS": "0"}, "WEB_THREADS must be a positive integer"),
+        ({"WEB_RUNTIME_MODE": "fast"}, "WEB_RUNTIME_MODE must be mt or st, got 'fast'"),
         ({"WEB_MAX_MEMORY": "0"}, "WEB_MAX_MEMORY must be a positive integer or empty"),
         ({"FORWARDED_ALLOW_IPS": "proxy.internal"}, "FORWARDED_ALLOW_IPS must be comma-separated IP addresses"),
     ],
@@ -70,6 +71,21 @@ def test_a_bad_web_setting_stops_the_start_up(env, named):
     result = loaded(**env)
     assert result.returncode != 0
     assert named in result.stderr
+
+
+def test_granians_runtime_is_multi_threaded_unless_the_single_threaded_one_is_asked_for():
+    show = "import config.settings as s; print(s.WEB_RUNTIME_MODE)"
+    assert settings_loaded(show, {}, unset=UNSET).stdout == "mt\n"
+    assert settings_loaded(show, {"WEB_RUNTIME_MODE": " ST "}, unset=UNSET).stdout == "st\n"
+
+
+def test_the_web_process_answers_on_the_single_threaded_runtime_too(start_web):
+    """Its health check (start_web waits for it) and a large answer, sent in parts from the
+    application's thread through the event loop."""
+    web = start_web(WEB_RUNTIME_MODE="st", WEB_CONCURRENCY=1, WEB_THREADS=2)
+    response = requests.get(f"{web.url}/v1/openapi.json", timeout=30)
+    assert response.status_code == 200, response.text[:200]
+    assert response.json()["info"]["title"]
 
 
 def test_a_setting_granian_has_no_counterpart_for_stops_the_web_process_at_start_up():
@@ -90,10 +106,11 @@ def environment_without_web_settings() -> dict:
 def test_granians_options_are_the_settings():
     web = SimpleNamespace(
         WEB_BIND=("192.0.2.1", 8080), WEB_CONCURRENCY=3, WEB_HEADER_TIMEOUT=7, WEB_ACCESS_LOG=False,
-        WEB_MAX_MEMORY=512, WEB_MEMORY_CHECK_INTERVAL=20, WEB_GRACEFUL_TIMEOUT=25,
+        WEB_MAX_MEMORY=512, WEB_MEMORY_CHECK_INTERVAL=20, WEB_GRACEFUL_TIMEOUT=25, WEB_RUNTIME_MODE="st",
     )  # fmt: skip
     options = server_options(web)
     assert (options["address"], options["port"], options["workers"]) == ("192.0.2.1", 8080, 3)
+    assert options["runtime_mode"] == "st"
     assert options["http1_settings"].header_read_timeout == 7000
     assert (options["workers_max_rss"], options["rss_sample_interval"]) == (512, 20)
     assert options["workers_kill_timeout"] == 25
