@@ -104,12 +104,13 @@ class Config:
         return start_web(self.server, workers, threads)
 
 
-# On 2 cores: one process (the GIL bounds it), two (one a core), three and four (more than the cores),
-# with 2-8 threads each; the other runtime mode at the default size; gunicorn's sync worker (the
-# benchmark's main run before issue 30) and its gthread worker (the Procfile's before granian).
+# On 2 cores: two processes (one a core), three (the default) and four, with 1-4 threads each (a
+# first sweep found one process, and eight threads, slower: bench/RESULTS.md of 2026-11-26 09:52);
+# the other runtime mode at the default size; gunicorn's sync worker (the benchmark's main run
+# before issue 30) and its gthread worker (the Procfile's before granian).
 SWEEP = (
-    "granian:1x8,granian:2x2,granian:2x4,granian:2x8,granian:3x4,granian:4x2,granian-st:2x4,gunicorn-sync:4x1,"
-    "gunicorn-gthread:2x4"
+    "granian:2x2,granian:2x4,granian:3x2,granian:3x3,granian:3x4,granian:4x1,granian:4x2,granian-st:3x2,"
+    "gunicorn-sync:4x1,gunicorn-gthread:3x2"
 )
 
 

@@ -779,8 +779,10 @@ def _site_url() -> str:
 # The service's public address: it builds every address the service prints or sends (invitation,
 # sign-in and password links, blogs without a domain, the seed's hints).
 SITE_URL = _site_url()
-WEB_CONCURRENCY = _positive_int("WEB_CONCURRENCY", 2)  # worker processes
-WEB_THREADS = _positive_int("WEB_THREADS", 4)  # threads per process that run the application
+# The fastest of the API benchmark's sweep on the project's 2-core machine (bench/RESULTS.md §1): three
+# processes of two threads each; docs/operations.md says how to size a bigger machine.
+WEB_CONCURRENCY = _positive_int("WEB_CONCURRENCY", 3)  # worker processes
+WEB_THREADS = _positive_int("WEB_THREADS", 2)  # threads per process that run the application
 # granian's runtime for the sockets in each process: multi-threaded (`mt`, its default for this
 # interface) or single-threaded (`st`). The API benchmark measures both beside each other.
 WEB_RUNTIME_MODE = env.str("WEB_RUNTIME_MODE", default="mt").strip().lower()

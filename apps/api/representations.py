@@ -141,7 +141,8 @@ store = RepresentationStore()
 # How long requests wait for another computing the representation they all miss, and how often they
 # look: past the wait, each computes it itself.
 COMPUTE_WAIT = 5
-WAIT_STEP = 0.005
+WAIT_STEP = 0.004
+MAX_WAIT_STEP = 0.05
 
 
 def serve(
@@ -193,11 +194,15 @@ def _computed_by_another(key: str) -> HttpResponse | None:
     COMPUTE_WAIT seconds): concurrent misses of one representation compute it once. None when it
     stored nothing (an error, a refusal): then each computes its own answer."""
     deadline = time.monotonic() + COMPUTE_WAIT
+    step = WAIT_STEP
     while time.monotonic() < deadline:
-        time.sleep(WAIT_STEP)
+        time.sleep(step)
         response = store.get(key)
         if response is not None:
             return response
         if not store.computing(key):
             return store.get(key)
+        # A page takes milliseconds to compute: most waiters find it at their first look; the
+        # longer it takes, the less often the others ask (each look is two calls to the cache).
+        step = min(step * 2, MAX_WAIT_STEP)
     return None

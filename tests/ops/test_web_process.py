@@ -35,7 +35,7 @@ def test_the_web_settings_have_defaults_that_run_on_one_machine():
     result = loaded()
     assert result.returncode == 0, result.stderr
     assert result.stdout.split(" ", 9) == [
-        "('127.0.0.1',", "8000)", "2", "4", "10", "30", "1024", "True", "False", "(IPv4Network('127.0.0.1/32'),)\n",
+        "('127.0.0.1',", "8000)", "3", "2", "10", "30", "1024", "True", "False", "(IPv4Network('127.0.0.1/32'),)\n",
     ]  # fmt: skip
 
 
