@@ -408,6 +408,12 @@ def bench_api(
     endpoints = api_endpoints(seed)
     queries = count_queries(seed, endpoints)
     default = shipped_defaults()
+    if (default.processes, default.threads) != (int(WEB_CONCURRENCY), int(WEB_THREADS)):
+        # What users run is what is measured: a main run at another size says so loudly.
+        print(
+            f"  WARNING: the main run serves {WEB_CONCURRENCY} x {WEB_THREADS}, the shipped defaults are "
+            f"{default.processes} x {default.threads} (BENCH_WEB_CONCURRENCY, BENCH_WEB_THREADS or bench/run.py)"
+        )
     misses = concurrent_misses(seed, endpoints)
     mixed_pairs = [pair for pair in endpoints if pair[0] in MIXED]
     write_path = f"/v1/floor/channels/{seed['channel']}/write"

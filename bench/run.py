@@ -57,10 +57,10 @@ QUEUE = "cps-bench"
 # the same machine (a smoke run beside a test suite's servers) does not meet the first.
 WEB_PORT, RECEIVER_PORT = int(os.environ.get("BENCH_WEB_PORT", "8401")), 8402
 # The web server of the API benchmark: the Procfile's web process (granian serving config/asgi.py)
-# with its default processes and threads, 2 x 4; the API part's sweep (bench/api.py) measures the
-# others beside it.
-WEB_CONCURRENCY = os.environ.get("BENCH_WEB_CONCURRENCY", "2")
-WEB_THREADS = os.environ.get("BENCH_WEB_THREADS", "4")
+# with its default processes and threads, 3 x 2 (config/settings.py; the API part checks they still
+# are, bench/api.py shipped_defaults); the API part's sweep measures the others beside it.
+WEB_CONCURRENCY = os.environ.get("BENCH_WEB_CONCURRENCY", "3")
+WEB_THREADS = os.environ.get("BENCH_WEB_THREADS", "2")
 WORKER_CONCURRENCY = os.environ.get("BENCH_WORKER_CONCURRENCY", "2")
 
 CONNECTIONS = 32
