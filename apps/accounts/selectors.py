@@ -1,9 +1,7 @@
 """Reads of the accounts app that more than one caller shares."""
 
-from django.db import router
-
 from apps.accounts.models import Account, ApiKey, split_api_key
-from apps.core.coherence import Entries
+from apps.core.coherence import Columns, Entries
 from apps.core.prepared import PreparedLookup
 from apps.users.models import User
 
@@ -17,21 +15,13 @@ _key_by_prefix = PreparedLookup(
 
 # What a key's entry in the shared cache holds of each row: every column but the user's password
 # hash (nothing a request does with a key reads it; it is loaded from the database if asked for).
-_KEY_FIELDS = tuple(field.attname for field in ApiKey._meta.concrete_fields)
-_ACCOUNT_FIELDS = tuple(field.attname for field in Account._meta.concrete_fields)
-_USER_FIELDS = tuple(field.attname for field in User._meta.concrete_fields if field.attname != "password")
-
-
-def _values(instance, fields: tuple[str, ...]) -> tuple:
-    return tuple(getattr(instance, name) for name in fields)
+_KEY = Columns(ApiKey)
+_ACCOUNT = Columns(Account)
+_USER = Columns(User, lambda field: field.attname != "password")
 
 
 def _dump(api_key: ApiKey) -> tuple:
-    return (
-        _values(api_key, _KEY_FIELDS),
-        _values(api_key.account, _ACCOUNT_FIELDS),
-        _values(api_key.user, _USER_FIELDS),
-    )
+    return _KEY.values(api_key), _ACCOUNT.values(api_key.account), _USER.values(api_key.user)
 
 
 def _load(prefix: str) -> tuple | None:
@@ -40,13 +30,11 @@ def _load(prefix: str) -> tuple | None:
 
 
 def _build(values: tuple) -> ApiKey:
-    """The key, its account and its user as the ORM would have loaded them (Model.from_db, the
-    documented way to make instances from database values)."""
+    """The key, its account and its user as the ORM would have loaded them."""
     key_values, account_values, user_values = values
-    alias = router.db_for_read(ApiKey)
-    api_key = ApiKey.from_db(alias, _KEY_FIELDS, key_values)
-    api_key.account = Account.from_db(alias, _ACCOUNT_FIELDS, account_values)
-    api_key.user = User.from_db(alias, _USER_FIELDS, user_values)
+    api_key = _KEY.instance(key_values)
+    api_key.account = _ACCOUNT.instance(account_values)
+    api_key.user = _USER.instance(user_values)
     return api_key
 
 

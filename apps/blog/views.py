@@ -18,7 +18,6 @@ from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.db import router
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import render
 from django.utils import timezone
@@ -29,7 +28,7 @@ from apps.api import ratelimit
 from apps.blog import pages
 from apps.blog.forms import SubscribeForm
 from apps.channels.models import SITE_PLATFORMS, Channel, Platform, normalize_domain
-from apps.core.coherence import Entries
+from apps.core.coherence import Columns, Entries
 from apps.core.errors import InvalidInput
 from apps.core.markdown import markdown_text, render_markdown
 from apps.core.prepared import PreparedLookup
@@ -70,19 +69,16 @@ _by_domain = PreparedLookup(
 )
 
 
-# What the shared cache keeps of a blog's channel: the columns its pages show, in the model's order
-# (the order Model.from_db takes values in).
-_SITE_COLUMNS = tuple(
-    field.attname for field in Channel._meta.concrete_fields if field.primary_key or field.name in SITE_FIELDS
-)
+# What the shared cache keeps of a blog's channel: the columns its pages show.
+_SITE = Columns(Channel, lambda field: field.primary_key or field.name in SITE_FIELDS)
 
 
 def _site_values(channel: Channel | None) -> tuple | None:
-    return None if channel is None else tuple(getattr(channel, name) for name in _SITE_COLUMNS)
+    return None if channel is None else _SITE.values(channel)
 
 
 def _site(values: tuple | None) -> Channel | None:
-    return None if values is None else Channel.from_db(router.db_for_read(Channel), _SITE_COLUMNS, values)
+    return None if values is None else _SITE.instance(values)
 
 
 # Blogs by handle and by domain in the shared cache (apps/core/coherence.py), forgotten by channels

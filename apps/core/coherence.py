@@ -38,7 +38,7 @@ from typing import Any
 import redis
 from django.conf import settings
 from django.core.signals import setting_changed
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, router
 from django.db.backends.signals import connection_created
 
 logger = logging.getLogger(__name__)
@@ -192,6 +192,22 @@ class Entries:
         if leased and value is not None:
             shared.fill(key, lease, self.dump(value), settings.API_LOOKUP_CACHE_SECONDS)
         return value
+
+
+class Columns:
+    """Some columns of a model (those `keep(field)` accepts), in the order Model.from_db takes values:
+    an instance to the tuple an entry stores, and back to an instance as the ORM would load it (the
+    columns left out are deferred, read from the database if ever asked for)."""
+
+    def __init__(self, model: type, keep: Callable[[Any], bool] = lambda field: True) -> None:
+        self.model = model
+        self.names = tuple(field.attname for field in model._meta.concrete_fields if keep(field))
+
+    def values(self, instance) -> tuple:
+        return tuple(getattr(instance, name) for name in self.names)
+
+    def instance(self, values: tuple):
+        return self.model.from_db(router.db_for_read(self.model), self.names, values)
 
 
 def entry_key(kind: str, identifier) -> str:
