@@ -45,7 +45,7 @@ test: install
 
 # Benchmarks against their floors, on PostgreSQL and Redis at 127.0.0.1 (see docs/benchmarks.md).
 bench: install
-	$(PY) bench/run.py
+	$(PY) -m bench
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,19 +1,17 @@
 """In-process measurements behind the API benchmark's figures, in CPU time (steadier than req/s
 on a busy machine): each endpoint and its floor per request through Django's test client.
 
-    .venv/bin/python bench/api_profile.py [REQUESTS]     # after `make bench`, which seeds the database
+    .venv/bin/python -m bench.api_profile [REQUESTS]     # after `make bench`, which seeds the database
 
 Where the time goes, function by function: `.venv/bin/py-spy record -o profile.svg --
-.venv/bin/python bench/api_profile.py` (py-spy from PyPI; not a requirement of the project).
+.venv/bin/python -m bench.api_profile` (py-spy from PyPI; not a requirement of the project).
 """
 
 import json
 import logging
+import os
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def cpu_per_request(seed: dict, endpoints, requests: int = 50) -> dict:
@@ -38,18 +36,15 @@ def cpu_per_request(seed: dict, endpoints, requests: int = 50) -> dict:
 
 
 def main() -> None:
-    import os
-
     import django
 
-    import bench.run  # noqa: F401 - the benchmark's environment: its database and Redis db
+    from bench.common import WORK, configure
 
+    configure()  # the benchmark's environment: its database and Redis db
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"  # with the floor's routes
-
     django.setup()
     logging.getLogger("cps.request").setLevel(logging.WARNING)
     from bench.api import api_endpoints
-    from bench.run import WORK
 
     requests = int(sys.argv[1]) if len(sys.argv) > 1 else 50
     seed = json.loads((WORK / "seed.json").read_text())

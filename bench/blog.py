@@ -10,7 +10,7 @@
    analyze` and `checkpoint`, as autovacuum leaves a table in use (part 5 does the same).
 2. **Throughput.** The Procfile's web process with its default settings (the page cache on) serves
    the large channel's index and one of its post pages at 32 connections (wrk), each taking turns
-   with its floor in slices, as the API part does (`measure` in bench/run.py). Floor: a plain Django
+   with its floor in slices, as the API part does (`measure` in bench/load.py). Floor: a plain Django
    view (bench/floor.py) that renders the same page from the database on every request: the blog's
    own view code without the page cache, so the same queries, Markdown rendering, template and
    headers, and byte-identical pages (checked before anything is measured). Target: at least
@@ -28,19 +28,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
-from bench.run import (
-    CONNECTIONS,
-    ROLES,
-    WEB_CONCURRENCY,
-    WEB_THREADS,
-    make_account,
-    measure,
-    server_label,
-    sql,
-    start_web,
-    verdict,
-)
-from bench.scale import _footprint, _percentile
+from bench.common import make_account, sql
+from bench.load import measure, start_web
+from bench.reads import Rounds, footprint, time_reads
 
 SIZES = (100, 100_000)
 BATCH = 2_000
@@ -55,6 +45,7 @@ WARMUP_ROUNDS = 10
 # Rounds of the ten reads in each mode, stopped early (after at least MIN_ROUNDS) once the mode has
 # been measured for READ_SECONDS.
 ROUNDS, MIN_ROUNDS, READ_SECONDS = 200, 30, 45
+TIMING = Rounds(warmup=WARMUP_ROUNDS, most=ROUNDS, least=MIN_ROUNDS, seconds=READ_SECONDS)
 # (key, label); the issue's targets are on the index and the post page, the others are measured
 # with the same rule.
 PAGES = (
@@ -323,142 +314,12 @@ def _cost(paths: dict) -> dict:
     result = {}
     for mode, _ in MODES:
         with override_settings(API_CACHE_SECONDS=0 if mode == "computed" else settings.API_CACHE_SECONDS):
-            times, rounds = _time_reads(client, reads)
+            times, rounds = time_reads(client, reads, TIMING)
             result[mode] = {which: {key: times[(which, key)] for key, _ in PAGES} for which in ("small", "large")}
             result[mode]["rounds"] = rounds
             if mode == "computed":
                 result["footprint"] = {
-                    which: {key: _footprint(client, paths[which][key]) for key, _ in PAGES}
+                    which: {key: footprint(client, paths[which][key]) for key, _ in PAGES}
                     for which in ("small", "large")
                 }
     return result
-
-
-def _time_reads(client, reads: dict) -> tuple[dict, int]:
-    """Median and p90 (ms) of each read, the reads taking turns so that whatever else the machine
-    does weighs on all alike; and the number of rounds."""
-    for _ in range(WARMUP_ROUNDS):
-        for path in reads.values():
-            client.get(path)
-    times: dict = {read: [] for read in reads}
-    rounds, started = 0, time.monotonic()
-    while rounds < ROUNDS and (rounds < MIN_ROUNDS or time.monotonic() - started < READ_SECONDS):
-        for read, path in reads.items():
-            before = time.perf_counter()
-            response = client.get(path)
-            times[read].append((time.perf_counter() - before) * 1000)
-            if response.status_code != 200:
-                raise RuntimeError(f"{path} answered {response.status_code}")
-        rounds += 1
-    return {
-        read: {"median_ms": _median(values), "p90_ms": _percentile(values, 90)} for read, values in times.items()
-    }, rounds
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
-# --- the report -----------------------------------------------------------------------------------
-
-
-def blog_section(result: dict) -> list[str]:
-    small, large = result["sizes"]
-    published, cost, queries = result["published"], result["cost"], result["queries"]
-    rows = result["rows"]
-    lines = [
-        "## 7. Blog pages (issue 31)",
-        "",
-        f"Two blog channels of one account, filled with `bulk_create` in batches of {BATCH:,}: {small:,} and "
-        f"{large:,} posts ({published['small']:,} and {published['large']:,} published; one in {DRAFT_EVERY} is a "
-        "draft), each with a Markdown body of about 2 kB (headings, a list, a code block, a table, a link, an image, "
-        f"a footnote), a teaser, two of four tags and a cover image, and a fifth tag on {RARE_POSTS} posts of "
-        "each channel; vacuumed, analyzed and checkpointed "
-        f"(seeding took {result['seed_seconds']:.0f} s).",
-        "",
-        f"**Throughput** (wrk, {CONNECTIONS} connections, {result['duration']} s per page and as much for its floor, "
-        f"in slices taking turns as in part 1), the {large:,}-post channel's index and the page of its middle post "
-        f"(pages of {result['page_bytes']['index']:,} and {result['page_bytes']['post']:,} bytes), "
-        f"{server_label('web', WEB_CONCURRENCY, WEB_THREADS)}, the Procfile's web process with production "
-        "settings: pages served from the page cache under the channel's version. Floor: a plain Django view "
-        "(bench/floor.py) rendering the same page from the database on every request (the blog's view code "
-        "without the cache: the same queries, Markdown rendering and template; checked byte for byte before the "
-        "run). Load average "
-        f"before/after: {result['load'][0]:.2f}/{result['load'][1]:.2f}.",
-        "",
-        "| Page | req/s | p50 ms | p99 ms | floor req/s | floor p50 ms | floor p99 ms | ratio | non-2xx "
-        "| queries: hit, miss (floor) | target |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for row, key in zip(rows, ("index", "post"), strict=True):
-        a, f = row["api"], row["floor"]
-        ok = (
-            row["ratio"] >= TARGET_RATIO
-            and a["p99"] < P99_TARGET_MS
-            and a["non_2xx"] + a["socket_errors"] + f["non_2xx"] == 0
-        )
-        q = queries["large"][key]
-        lines.append(
-            f"| `{row['endpoint']}` | {a['rps']:.0f} | {a['p50']:.1f} | {a['p99']:.1f} | {f['rps']:.0f} | "
-            f"{f['p50']:.1f} | {f['p99']:.1f} | {row['ratio']:.2f}x | {a['non_2xx'] + f['non_2xx']} | "
-            f"{q['cached']}, {q['miss']} ({q['floor']}) | ≥{TARGET_RATIO}x, p99 <{P99_TARGET_MS} ms: {verdict(ok)} |"
-        )
-    lines += [
-        "",
-        "Where the machine's CPU went while each page was loaded (process CPU time per request, the page's "
-        "slices only):",
-        "",
-        f"| Page | {' | '.join(f'{role} ms' for role in ROLES)} | total ms |",
-        f"|---|{'---:|' * (len(ROLES) + 1)}",
-    ]
-    for row in rows:
-        cpu = row["cpu_ms"]
-        lines.append(
-            f"| `{row['endpoint']}` | {' | '.join(f'{cpu[role]:.2f}' for role in ROLES)} | {sum(cpu.values()):.2f} |"
-        )
-    lines += [
-        "",
-        f"**Cost against the channel's size**: six pages of each channel through Django's test client in the "
-        "benchmark's process (the whole middleware stack and the views on PostgreSQL), all twelve taking turns in the "
-        f"same rounds ({WARMUP_ROUNDS} of warm-up, then up to {ROUNDS}, at least {MIN_ROUNDS}, stopped after "
-        f"{READ_SECONDS} s): computed (`API_CACHE_SECONDS=0`, every request renders: a page's cost right after an "
-        f"edit; {cost['computed']['rounds']} rounds) and from the page cache ({cost['cached']['rounds']} rounds). "
-        f"The older page is the one `?before=` the channel's middle post; the post page is that post's. Ratio: the "
-        f"{large:,}-post channel's median over the {small:,}-post channel's; the issue's target (≤{FLAT_TARGET}x) "
-        "is on the index and the post page, the other pages are held to the same rule.",
-        "",
-        f"| Page (median ms / p90 ms) | computed, {small:,} | computed, {large:,} | ratio | cached, {small:,} "
-        f"| cached, {large:,} | ratio | target ≤{FLAT_TARGET}x |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for key, label in PAGES:
-        cells, ok = [], True
-        for mode, _ in MODES:
-            s, g = cost[mode]["small"][key], cost[mode]["large"][key]
-            ratio = g["median_ms"] / s["median_ms"]
-            ok = ok and ratio <= FLAT_TARGET
-            cells += [
-                f"{s['median_ms']:.2f} / {s['p90_ms']:.2f}",
-                f"{g['median_ms']:.2f} / {g['p90_ms']:.2f}",
-                f"{ratio:.2f}x",
-            ]
-        lines.append(f"| {label}{'' if key in TARGETED else ' *'} | {' | '.join(cells)} | {verdict(ok)} |")
-    footprint = result["cost"]["footprint"]
-    lines += [
-        "",
-        "\\* not a target of the issue. Queries and the peak of Python memory of one computed request "
-        "(`CaptureQueriesContext`, `tracemalloc`, each in a request of its own):",
-        "",
-        f"| Page | {small:,} posts | {large:,} posts |",
-        "|---|---:|---:|",
-    ]
-    for key, label in PAGES:
-        cells = " | ".join(
-            f"{footprint[which][key]['queries']} queries, {footprint[which][key]['peak_kib']:,.0f} KiB"
-            for which in ("small", "large")
-        )
-        lines.append(f"| {label} | {cells} |")
-    lines += ["", f"The part took {result['seconds']:.0f} s.", ""]
-    return lines

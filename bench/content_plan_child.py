@@ -1,24 +1,14 @@
 """One content plan run in a process of its own, for the benchmark: prints a JSON line with the
 seconds the run took and the process's peak resident memory.
 
-    python bench/content_plan_child.py
+    python -m bench.content_plan_child
 """
 
 import json
 import os
 import resource
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-
-import django
-
-django.setup()
-
-from apps.posts.content_plan import content_plan_run  # noqa: E402
 
 
 def peak_rss_mb() -> float:
@@ -33,6 +23,12 @@ def peak_rss_mb() -> float:
 
 
 def main() -> None:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from apps.posts.content_plan import content_plan_run
+
     before = peak_rss_mb()
     started = time.perf_counter()
     result = content_plan_run()

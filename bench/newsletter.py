@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from email import message_from_bytes, policy
 from pathlib import Path
 
+from bench.common import PYTHON, WORK, Process, fresh_directory, insert_posts, make_account, sql, verdict
 from bench.publishing import enqueue_publish, start_worker
-from bench.run import PYTHON, ROOT, WORK, Process, insert_posts, make_account, sql
 
 SUBSCRIBERS = 100_000
 SINK_PORT = 8431
@@ -74,9 +74,9 @@ def run_send(n: int) -> dict:
         body="## This week\n\n" + "A paragraph of the edition, with a [link](https://example.com/).\n\n" * 12
     )
     sink, sink_work = start_sink("send")
-    os.environ.update({"EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend", "EMAIL_HOST": "127.0.0.1",
-                       "EMAIL_PORT": str(SINK_PORT), "NEWSLETTER_SEND_RATE": "0"})  # fmt: skip
-    worker = start_worker("newsletter-worker")
+    smtp = {"EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend", "EMAIL_HOST": "127.0.0.1",
+            "EMAIL_PORT": str(SINK_PORT), "NEWSLETTER_SEND_RATE": "0"}  # fmt: skip
+    worker = start_worker("newsletter-worker", smtp)
     samples: list[tuple[float, int]] = []
     try:
         began = enqueue_publish([post.pk])
@@ -132,11 +132,8 @@ def run_floor(n: int, first: bytes) -> float:
 
 
 def bench_newsletter(n: int = SUBSCRIBERS) -> dict:
-    import shutil
-
     started = time.monotonic()
-    shutil.rmtree(PART_WORK, ignore_errors=True)
-    PART_WORK.mkdir(parents=True)
+    fresh_directory(PART_WORK)
     load = os.getloadavg()
     send = run_send(n)
     floor = run_floor(n, send.pop("first"))
@@ -153,8 +150,6 @@ def bench_newsletter(n: int = SUBSCRIBERS) -> dict:
 
 
 def newsletter_section(result: dict) -> list[str]:
-    from bench.run import verdict
-
     n, ratio = result["subscribers"], result["ratio"]
     growth = result["rss_last_mb"] - result["rss_first_mb"]
     return [
@@ -186,5 +181,5 @@ def newsletter_section(result: dict) -> list[str]:
     ]
 
 
-if __name__ == "__main__":  # pragma: no cover - run through bench/run.py
-    raise SystemExit(f"run it through {ROOT / 'bench' / 'run.py'} --only newsletter")
+if __name__ == "__main__":  # pragma: no cover - run through bench/__main__.py
+    raise SystemExit("run it through `python -m bench --only newsletter`")

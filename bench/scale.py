@@ -15,13 +15,12 @@ channel's figure over the reference channel's, measured at the same time.
 import json
 import math
 import re
-import statistics
-import subprocess
 import time
-import tracemalloc
 from urllib.parse import urlencode
 
-from bench.run import ANALYZE, PYTHON, ROOT, child_env, delete_plan_posts, make_reader, sql, verdict
+from bench.common import content_plan_child, make_reader, sql
+from bench.plan import ANALYZE, delete_plan_posts
+from bench.reads import Rounds, footprint, time_reads
 
 SIZES = (1_000, 100_000, 1_000_000)
 PER_PAGE = 20
@@ -31,6 +30,7 @@ WARMUP_ROUNDS = 10
 # Rounds of the five reads at each size, stopped early (after at least MIN_ROUNDS) once a size has
 # been measured for READ_SECONDS, so slow reads cannot stretch the part past a few minutes.
 ROUNDS, MIN_ROUNDS, READ_SECONDS = 200, 30, 60
+TIMING = Rounds(warmup=WARMUP_ROUNDS, most=ROUNDS, least=MIN_ROUNDS, seconds=READ_SECONDS)
 # (key, label, target: the most the largest size's figure may be of the smallest's)
 READS = (
     ("detail", "channel detail `GET /v1/channels/{id}`", 1.5),
@@ -77,11 +77,11 @@ def bench_scale(sizes=SIZES) -> dict:
             # so a slower moment of the machine weighs on both alike.
             both = {("grown", key): path for key, path in paths.items()}
             both |= {("reference", key): path for key, path in reference.items()}
-            times, result["rounds"][size] = _time_reads(client, both)
+            times, result["rounds"][size] = time_reads(client, both, TIMING)
             figures = {key: times[("grown", key)] for key in paths}
             result["reference"][size] = {key: times[("reference", key)] for key in reference}
             for key, path in paths.items():
-                figures[key] |= _footprint(client, path)
+                figures[key] |= footprint(client, path)
             if size == sizes[-1]:
                 result["explain"] = {key: _explain(client, paths[key]) for key in ("deep", "cursor", "last")}
         result["reads"][size] = figures
@@ -191,53 +191,6 @@ def _read_paths(client, channel_id: int, size: int) -> dict[str, str]:
     return paths
 
 
-def _time_reads(client, paths: dict[str, str]) -> tuple[dict, int]:
-    """Median and p90 of each read (ms), the reads taking turns so that whatever else the machine
-    does weighs on all alike; and the number of rounds."""
-    for _ in range(WARMUP_ROUNDS):
-        for path in paths.values():
-            client.get(path)
-    times: dict[str, list[float]] = {key: [] for key in paths}
-    rounds, started = 0, time.monotonic()
-    while rounds < ROUNDS and (rounds < MIN_ROUNDS or time.monotonic() - started < READ_SECONDS):
-        for key, path in paths.items():
-            before = time.perf_counter()
-            response = client.get(path)
-            times[key].append((time.perf_counter() - before) * 1000)
-            if response.status_code != 200:
-                raise RuntimeError(f"{path} answered {response.status_code}: {response.content[:500]!r}")
-        rounds += 1
-    figures = {
-        key: {"median_ms": statistics.median(values), "p90_ms": _percentile(values, 90)}
-        for key, values in times.items()
-    }
-    return figures, rounds
-
-
-def _percentile(values: list[float], percent: float) -> float:
-    """Nearest rank."""
-    return sorted(values)[max(1, math.ceil(len(values) * percent / 100)) - 1]
-
-
-def _footprint(client, path: str) -> dict:
-    """Queries of one request and the peak of Python memory it allocated, each in a request of
-    its own (tracing memory slows a request down many times; neither is timed)."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    with CaptureQueriesContext(connection) as queries:
-        client.get(path)
-    # Counted now: the next request's start empties the connection's query log the count reads.
-    count = len(queries)
-    tracemalloc.start()
-    try:
-        client.get(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    return {"queries": count, "peak_kib": peak / 1024}
-
-
 def _explain(client, path: str) -> list[dict]:
     """EXPLAIN (ANALYZE, BUFFERS) of each statement on posts_post that the request ran. Taken from
     the database wrapper, as sent with its parameters, rather than from the query log's rendering."""
@@ -341,12 +294,7 @@ def _plan_run(seed: dict, channel: int) -> dict:
         [channel, last_id],
     )
     sql(ANALYZE)
-    child = subprocess.run(
-        [PYTHON, "bench/content_plan_child.py"], cwd=ROOT, env=child_env(), capture_output=True, text=True
-    )
-    if child.returncode:
-        raise RuntimeError(f"content plan run failed:\n{child.stdout}\n{child.stderr[-3000:]}")
-    run = json.loads(child.stdout.strip().splitlines()[-1])
+    run = content_plan_child()
     [(events, deliveries)] = sql(
         "select count(distinct e.id), count(d.id) from webhooks_event e "
         "left join webhooks_delivery d on d.event_id = e.id where e.account_id = %s",
@@ -365,111 +313,3 @@ def _plan_run(seed: dict, channel: int) -> dict:
         "us_per_post": run["seconds"] * 1e6 / run["moved"],
         "peak_rss_mb": run["peak_rss_mb"],
     }
-
-
-# --- the report -----------------------------------------------------------------------------------
-
-
-def scale_section(result: dict) -> list[str]:
-    sizes = result["sizes"]
-    small, large = sizes[0], sizes[-1]
-    reads, plan = result["reads"], result["plan"]
-    size_cells = " | ".join(f"{size:,} posts" for size in sizes)
-    lines = [
-        "## 5. Reads at scale (issue 19)",
-        "",
-        f"One channel (platform `api`) grown to {', '.join(f'{size:,}' for size in sizes)} posts in turn with "
-        "raw SQL, vacuumed, analyzed and checkpointed after each growth, beside a reference channel of "
-        f"{small:,} posts. At each size, five reads of the grown channel and the same five of the reference "
-        "channel through Django's test client in this process (the whole middleware stack and the views on "
-        "PostgreSQL, the representation cache off, so every request is computed), all ten taking turns: "
-        f"{WARMUP_ROUNDS} rounds of warm-up, then up to {ROUNDS} rounds (at least {MIN_ROUNDS}, stopped after "
-        f"{READ_SECONDS} s): "
-        + ", ".join(f"{result['rounds'][size]} at {size:,}" for size in sizes)
-        + ". The deep page is the middle one, the deepest there is without anchors (a page nearer the end than "
-        "the start is counted from the end of the index); it starts from the channel's page anchor before it "
-        "(every 1,000th post id, in Redis: apps/posts/page_anchors.py). The cursor page is the same posts, "
-        "reached with `meta.next_cursor` of the page before it (checked: the same ids). Content plan: "
-        f"{DUE_POSTS:,} due posts (two tags and an image each) added to a channel, moved by one "
-        "`content_plan_run()` in a process of its own with one webhook endpoint (events and deliveries written), "
-        f"then deleted again; {PLAN_RUNS} runs in the grown channel and {PLAN_RUNS} in the reference channel, "
-        "taking turns, at each size.",
-        "",
-        f"**The ratio is the grown channel's median over the reference channel's, measured in the same rounds at "
-        f"{large:,} posts** (as the issue measured a channel of 123 posts beside one of 300,000), so the machine's "
-        "own drift between sizes, which moved even the channel detail by half in an earlier run, is not in it.",
-        "",
-        f"| Read (median ms / p90 ms) | {size_cells} | reference ({small:,}) at {large:,} | ratio | target | |",
-        f"|---|{'---:|' * len(sizes)}---:|---:|---|---|",
-    ]
-    reference = result["reference"][large]
-    for key, label, target in READS:
-        cells = " | ".join(f"{reads[size][key]['median_ms']:.2f} / {reads[size][key]['p90_ms']:.2f}" for size in sizes)
-        base = reference[key]["median_ms"]
-        ratio = reads[large][key]["median_ms"] / base
-        lines.append(
-            f"| {label} | {cells} | {base:.2f} / {reference[key]['p90_ms']:.2f} | {ratio:.2f}x | ≤{target}x "
-            f"| {verdict(ratio <= target)} |"
-        )
-    plan_base = result["plan_reference"][large]["us_per_post"]
-    plan_ratio = plan[large]["us_per_post"] / plan_base
-    cells = " | ".join(f"{plan[size]['us_per_post']:.0f} µs" for size in sizes)
-    lines += [
-        f"| content plan, per post ({DUE_POSTS:,} due; median of {PLAN_RUNS} runs) | {cells} | {plan_base:.0f} µs "
-        f"| {plan_ratio:.2f}x | ≤{PLAN_TARGET}x | {verdict(plan_ratio <= PLAN_TARGET)} |",
-        "",
-        "Queries and memory: queries of one request (`CaptureQueriesContext`) and the peak of Python memory one "
-        "request allocated (`tracemalloc`), each read in a request of its own; for the content plan the peak "
-        f"resident memory of its process. Flat: the largest size's peak at most {FLAT}x the smallest's.",
-        "",
-        f"| | {size_cells} | flat |",
-        f"|---|{'---:|' * len(sizes)}---|",
-    ]
-    for key, label, _ in READS:
-        cells = " | ".join(
-            f"{reads[size][key]['queries']} queries, {reads[size][key]['peak_kib']:,.0f} KiB" for size in sizes
-        )
-        flat = reads[large][key]["peak_kib"] <= reads[small][key]["peak_kib"] * FLAT
-        lines.append(f"| {label} | {cells} | {verdict(flat)} |")
-    runs = "; ".join(
-        f"{size:,}: "
-        + ", ".join(f"{us:.0f}" for us in plan[size]["runs_us_per_post"])
-        + " (reference "
-        + ", ".join(f"{us:.0f}" for us in result["plan_reference"][size]["runs_us_per_post"])
-        + ")"
-        for size in sizes
-    )
-    cells = " | ".join(f"{plan[size]['peak_rss_mb']:.0f} MB" for size in sizes)
-    flat = plan[large]["peak_rss_mb"] <= plan[small]["peak_rss_mb"] * FLAT
-    lines += [
-        f"| content plan (peak RSS) | {cells} | {verdict(flat)} |",
-        "",
-        f"The content plan's runs, µs per post: {runs}.",
-        "",
-        "`recount_posts` on the channel (its row locked while counted; best of 3, no drift found): "
-        + ", ".join(f"{result['recount_ms'][size]:.0f} ms at {size:,}" for size in sizes)
-        + ".",
-        "",
-        "Making the channel's page anchors (every 1,000th id, one statement; a deep page pays it once per "
-        "`posts_ids_version`, which appending and editing posts keep; best of 3): "
-        + ", ".join(f"{result['anchors_ms'][size]:.0f} ms at {size:,}" for size in sizes)
-        + ".",
-        "",
-        "Growing the channel (insert, then vacuum analyze): "
-        + ", ".join(f"{result['grow_seconds'][size]:.0f} s to {size:,}" for size in sizes)
-        + f". The part took {result['seconds']:.0f} s.",
-        "",
-    ]
-    for key, title in (("deep", "the middle page"), ("cursor", "the cursor page"), ("last", "the last page")):
-        statements = result["explain"].get(key, [])
-        lines += [
-            "<details>",
-            f"<summary>EXPLAIN (ANALYZE, BUFFERS) of {title} at {large:,} posts: its {len(statements)} "
-            f"statement{'' if len(statements) == 1 else 's'} on posts_post</summary>",
-            "",
-        ]
-        for statement in statements:
-            lines += ["```sql", statement["sql"], f"-- parameters: {statement['params']}", "```", ""]
-            lines += ["```text", *statement["plan"], "```", ""]
-        lines += ["</details>", ""]
-    return lines

@@ -1,4 +1,4 @@
--- wrk's summary in a form bench/run.py merges across runs: totals, then the latency histogram
+-- wrk's summary in a form bench/load.py merges across runs: totals, then the latency histogram
 -- (microseconds and counts of every distinct value).
 done = function(summary, latency, requests)
   local e = summary.errors
