@@ -107,7 +107,7 @@ class SsoTokensView(APIView):
 
     @extend_schema(
         operation_id="sso_tokens_create",
-        summary="Create a one-time single sign-on link for an active user of the organization.",
+        summary="Create a one-time single sign-on link for an active user of the account.",
         description=(
             "Needs scope `write:sso`. The token is valid for `SSO_TOKEN_TTL` seconds (300 by default) and "
             "works once: opening `login_url` (`GET /sso/login?token=...`) signs the user into the web app and "
@@ -123,7 +123,7 @@ class SsoTokensView(APIView):
                 "insufficient_scope",
                 "admin_required",
             ),
-            404: error("No such user in the key's organization.", "not_found"),
+            404: error("No such user in the key's account.", "not_found"),
             422: error("The user is not active (inactive, suspended or not yet accepted).", "user_not_active"),
             **common_errors(scope=False, bad_request=True),
         },
@@ -137,7 +137,7 @@ class SsoTokensView(APIView):
             account_id=account.pk, user_id=body.validated_data.get("user_id"), email=body.validated_data.get("email")
         )
         if user is None:
-            raise NotFound("No such user in this organization.")
+            raise NotFound("No such user in this account.")
         if user.pk != request.user.pk:
             require_account_admin(request.user)
         token, raw = sso_token_create(

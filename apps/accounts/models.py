@@ -36,7 +36,8 @@ ALL_SCOPES: list[str] = [s.value for s in Scope]
 
 
 class Account(models.Model):
-    """The organisation: owns users, channels, API keys and webhook endpoints."""
+    """The account (the specification's "organisation"): owns users, channels, API keys and webhook
+    endpoints."""
 
     name = models.CharField(max_length=200)
     plan = models.CharField(max_length=16, choices=Plan.choices, default=Plan.FREE)

@@ -74,7 +74,7 @@ def sso_token_create(
     # An operator can never be signed in by an API key; the database keeps operators out of
     # every account, and this says so where the rule matters.
     if user.account_id != account.id or user.is_superuser:
-        raise NotFound("No such user in this organization.")
+        raise NotFound("No such user in this account.")
     # A link signs in as its user: a key must not reach a role above its owner's.
     if api_key is not None and ROLE_RANK[user.role] > ROLE_RANK[api_key.user.role]:
         raise Forbidden(

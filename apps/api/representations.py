@@ -23,7 +23,6 @@ computed as if nothing were cached, and the store is left alone for a few second
 """
 
 import hashlib
-import importlib
 import time
 from collections.abc import Callable
 from functools import cache
@@ -38,38 +37,18 @@ from django.utils.cache import set_response_etag
 
 from apps.api.ratelimit import FailOpenStore
 from apps.core.coherence import shared
-
-# The code whose changes change the bytes of a cached representation.
-SHAPING_MODULES = (
-    "apps.api.pagination",
-    "apps.api.rendering",
-    "apps.api.representations",
-    "apps.blog.domain_urls",
-    "apps.blog.urls",
-    "apps.channels.api",
-    "apps.channels.models",
-    "apps.channels.serializers",
-    "apps.core.json",
-    "apps.core.serializers",
-    "apps.posts.api",
-    "apps.posts.selectors",
-    "apps.posts.serializers",
-)
+from apps.core.source import source_digest
 
 
 @cache
 def code_digest() -> str:
-    """Changes with the code, the libraries and the settings that shape the cached bytes."""
-    digest = hashlib.sha256()
-    for name in SHAPING_MODULES:
-        module = importlib.import_module(name)
-        with open(module.__file__, "rb") as source:
-            digest.update(source.read())
+    """Changes with the code (apps.core.source), the libraries and the settings that shape the
+    cached bytes."""
     shaping = (django.__version__, rest_framework.VERSION, orjson.__version__)
     # The addresses of blogs and their posts (the `url` fields) are made from these.
     addresses = (settings.SITE_URL, settings.BLOG_DOMAIN_SCHEME)
-    digest.update(repr((shaping, settings.PAGE_SIZE_DEFAULT, settings.PAGE_SIZE_MAX, addresses)).encode())
-    return digest.hexdigest()[:16]
+    settled = (source_digest(), shaping, settings.PAGE_SIZE_DEFAULT, settings.PAGE_SIZE_MAX, addresses)
+    return hashlib.sha256(repr(settled).encode()).hexdigest()[:16]
 
 
 class RepresentationStore(FailOpenStore):

@@ -8,6 +8,8 @@ from django.core.validators import RegexValidator
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
+from apps.core.serializers import fields_of
+
 
 class _StringOnly:
     def to_internal_value(self, data):
@@ -67,7 +69,7 @@ class QueryFilterSerializer(serializers.Serializer):
 
     @classmethod
     def from_query(cls, query_params) -> dict:
-        data = {name: query_params[name] for name in cls._declared_fields if query_params.get(name, "") != ""}
+        data = {name: query_params[name] for name in fields_of(cls) if query_params.get(name, "") != ""}
         if not data:
             return {}
         serializer = cls(data=data)

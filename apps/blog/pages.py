@@ -15,7 +15,6 @@ digest of the code, templates and settings that shape the bytes, so a deploy nev
 """
 
 import hashlib
-import importlib
 import time
 from collections.abc import Callable
 from functools import cache
@@ -31,16 +30,8 @@ from django.utils.cache import get_conditional_response, patch_cache_control, se
 from django.utils.http import http_date, parse_http_date_safe
 
 from apps.api.representations import RepresentationStore
+from apps.core.source import source_digest
 
-# The code whose changes change a page's bytes.
-SHAPING_MODULES = (
-    "apps.blog.feeds",
-    "apps.blog.pages",
-    "apps.blog.templatetags.blog",
-    "apps.blog.views",
-    "apps.core.markdown",
-    "apps.posts.selectors",
-)
 STATIC = ("blog/theme.css", "blog/icon.svg")
 STORED_HEADERS = ("ETag", "Last-Modified", "Content-Security-Policy", "Referrer-Policy", "Content-Type")
 
@@ -53,9 +44,9 @@ def template_files() -> list[Path]:
 
 @cache
 def code_digest() -> str:
-    digest = hashlib.sha256()
-    for name in SHAPING_MODULES:
-        digest.update(Path(importlib.import_module(name).__file__).read_bytes())
+    """Changes with the code (apps.core.source), the templates, the static files' names and the
+    settings that shape the pages' bytes."""
+    digest = hashlib.sha256(source_digest().encode())
     for path in template_files():
         digest.update(path.read_bytes())
     shaping = (

@@ -10,7 +10,9 @@ plan built once per class, while the declared fields still describe the OpenAPI 
 """
 
 import copy
+from collections.abc import Mapping
 from datetime import UTC
+from functools import cache
 from typing import Any
 
 from django.db.models.manager import BaseManager
@@ -65,14 +67,22 @@ def _field_renderer(field):
     return _BUILTIN_RENDERERS.get(type(field), field.to_representation)
 
 
+@cache
+def fields_of(cls: type) -> Mapping[str, serializers.Field]:
+    """The fields of one instance of `cls`, made once: DRF's public `fields` (bound copies of the
+    declared fields, in declaration order). Plain fields render from their declaration alone (no
+    request, no context), so these copies serve every later rendering and every reader of the
+    class's field list (columns to read, query filters), instead of a deep copy per instance."""
+    return cls().fields
+
+
 def _plan(cls: type) -> tuple[tuple[str, Any], ...]:
     plan = _plans.get(cls)
     if plan is None:
-        # The fields of one instance, made once: plain fields render from their declaration
-        # alone (no request, no context), so these copies serve every later rendering.
-        prototype = cls()
         entries = []
-        for field in prototype._readable_fields:
+        for field in fields_of(cls).values():
+            if field.write_only:
+                continue
             if field.source != field.field_name:
                 raise TypeError(f"{cls.__name__}.{field.field_name}: a `source` needs DRF's own rendering")
             entries.append((field.field_name, _field_renderer(field)))
@@ -100,7 +110,8 @@ class ResponseSerializer(serializers.Serializer):
         own = {}
         for name, render in _plan(type(self)):
             if render is None:
-                field = copy.deepcopy(self._declared_fields[name])
+                # A deep copy of a DRF field is a new, unbound field made from its arguments.
+                field = copy.deepcopy(fields_of(type(self))[name])
                 field.bind(name, self)
                 own[name] = field.to_representation
         return own

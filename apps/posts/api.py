@@ -25,14 +25,13 @@ from apps.posts.models import (
     PublicationStatus,
     http_url_validator,
 )
-from apps.posts.selectors import filter_posts, post_channel_version
+from apps.posts.selectors import filter_posts, post_channel_version, post_details, rows_with_channel
 from apps.posts.serializers import (
     PostDetailSerializer,
     PostListItemSerializer,
     PostWorkflowResultSerializer,
+    columns,
     own_columns,
-    post_detail_rows,
-    rows_with_channel,
 )
 from apps.posts.services import POST_NOT_FOUND, post_publish, post_unpublish
 
@@ -50,7 +49,7 @@ class PostWorkflowResponseSerializer(serializers.Serializer):
 def _post_detail(posts: PostQuerySet, channels: dict | None = None) -> dict:
     """The single-post form of the one post of `posts`, or 404 `not_found` (see post_rows for
     `channels`)."""
-    rows = post_detail_rows(posts, channels)
+    rows = post_details(posts, columns(PostDetailSerializer), channels=channels)
     if not rows:
         raise NotFound(POST_NOT_FOUND)
     return PostDetailSerializer(rows[0]).data
@@ -149,9 +148,9 @@ class ChannelPostListView(APIView):
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, listed=True)
         posts = filter_posts(Post.objects.filter(channel_id=channel.pk), **filters).order_by("id")
         paginator = self.pagination_class()
-        columns = own_columns(PostListItemSerializer)
+        own = own_columns(PostListItemSerializer)
         page = paginator.paginate_queryset(
-            posts.values_list(*columns),
+            posts.values_list(*own),
             request,
             view=self,
             # Unfiltered, the page counts every post of the channel: the channel's stored number.
@@ -159,9 +158,9 @@ class ChannelPostListView(APIView):
             # Deep pages start from the channel's anchors; filtered lists have none (as before: OFFSET).
             seek=None if filters else partial(page_anchors.start_of, channel.pk, channel.posts_ids_version),
             list_key=posts_list_key(channel.pk, filters),
-            id_of=itemgetter(columns.index("id")),
+            id_of=itemgetter(own.index("id")),
         )
-        rows = rows_with_channel(PostListItemSerializer, page, channel)
+        rows = rows_with_channel(own, page, channel)
         return paginator.get_paginated_response(PostListItemSerializer(rows, many=True).data)
 
 

@@ -6,6 +6,7 @@ from datetime import datetime
 from apps.channels.models import Platform
 from apps.posts import services
 from apps.posts.models import Post, PublicationStatus
+from apps.posts.serializers import document
 from apps.publishing.destinations import Document
 
 
@@ -31,20 +32,7 @@ class PostSubject:
         post = Post.objects.select_related("channel").filter(pk=post_id).first()
         if post is None:
             return None
-        return Document(
-            post_id=post.pk,
-            title=post.title,
-            slug=post.slug,
-            body=post.body,
-            # A first publication is dated by its job (the same on every attempt); an update keeps
-            # the post's date and says when it changed.
-            published_at=post.published_at or published_at or post.updated_at,
-            tags=list(post.tags.order_by("name").values_list("name", flat=True)),
-            description=post.meta_description or post.teaser or None,
-            teaser=post.teaser,
-            updated_at=post.updated_at if action == "update" else None,
-            link=blog_link(post),
-        )
+        return document(post, action=action, published_at=published_at, link=blog_link(post))
 
     def confirmed(self, *, job) -> None:
         services.post_publication_confirmed(job=job)

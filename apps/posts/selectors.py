@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
+from typing import NamedTuple
 
 from django.db.models import Q, QuerySet
 
@@ -22,9 +23,18 @@ from apps.core.coherence import Entries, readable
 from apps.core.prepared import PreparedLookup
 from apps.posts.models import Media, Post, PostQuerySet, PublicationStatus, Tag, shown_at
 from apps.publishing.models import JobAction
+from apps.publishing.selectors import latest_publications
 
 # The nested forms of a post, in the order they follow its own columns in a row.
 NESTED = ("channel", "tags", "media")
+
+
+class Columns(NamedTuple):
+    """What post_rows reads: the post's own columns (`id` among them), and its tags' and media's."""
+
+    own: tuple[str, ...]
+    tags: tuple[str, ...]
+    media: tuple[str, ...]
 
 
 @cache
@@ -98,39 +108,43 @@ def _rows_by(queryset: QuerySet, key: str, columns: tuple[str, ...]) -> dict[int
     return grouped
 
 
-def post_rows(
-    posts: QuerySet,
-    columns: tuple[str, ...],
-    *,
-    tag_columns: tuple[str, ...],
-    media_columns: tuple[str, ...],
-    channels: dict | None = None,
-) -> list:
-    """The posts of the queryset as rows with their own `columns` (which include `id`), then their
-    channel, tags and media, in id order: four queries whatever their number, three when
-    `channels` (id -> channel in the list form) already holds their channels, one when there is
-    no post.
+def post_rows(posts: QuerySet, columns: Columns, *, channels: dict | None = None) -> list:
+    """The posts of the queryset as rows with their own columns, then their channel, tags and
+    media, in id order: four queries whatever their number, three when `channels` (id -> channel
+    in the list form) already holds their channels, one when there is no post.
 
     Channels that `channels` lacks are read with their account and added to it, so a caller
     rendering many batches reads each channel once.
     """
-    values = list(posts.order_by("id").values_list("channel_id", *columns))
+    values = list(posts.order_by("id").values_list("channel_id", *columns.own))
     if not values:
         return []
     channels = {} if channels is None else channels
     missing = {channel_id for channel_id, *_ in values} - channels.keys()
     if missing:
         channels.update(Channel.objects.listed().select_related("account").in_bulk(missing))
-    id_position = 1 + columns.index("id")
+    id_position = 1 + columns.own.index("id")
     ids = [row[id_position] for row in values]
     # In the orders the single-post form uses: tags by name, media by position.
-    tags = _rows_by(Tag.objects.filter(posts__in=ids).order_by("name", "id"), "posts__id", tag_columns)
-    media = _rows_by(Media.objects.filter(post__in=ids).order_by("position", "id"), "post_id", media_columns)
-    make = row_type((*columns, *NESTED))._make
+    tags = _rows_by(Tag.objects.filter(posts__in=ids).order_by("name", "id"), "posts__id", columns.tags)
+    media = _rows_by(Media.objects.filter(post__in=ids).order_by("position", "id"), "post_id", columns.media)
+    make = row_type((*columns.own, *NESTED))._make
     return [
         make((*fields, channels[channel_id], tags.get(pk, []), media.get(pk, [])))
         for (channel_id, *fields), pk in zip(values, ids, strict=True)
     ]
+
+
+def post_details(posts: QuerySet, columns: Columns, *, channels: dict | None = None) -> list:
+    """post_rows, each with where readers find the post (`url`) and its latest publication job on
+    its channel's destination (`publication`, read only for posts of channels that have one)."""
+    rows = post_rows(posts, columns, channels=channels)
+    if not rows:
+        return rows
+    destined = [row.id for row in rows if row.channel.publishes_through_destination]
+    publications = latest_publications(destined) if destined else {}
+    make = row_type((*rows[0]._fields, "url", "publication"))._make
+    return [make((*row, page_url(row, publications.get(row.id)), publications.get(row.id))) for row in rows]
 
 
 def page_url(post, publication) -> str | None:

@@ -1,7 +1,15 @@
-"""How posts look from outside: the API's list, single-post and workflow forms, and the `data.post`
-of webhook deliveries (the post with its content), rendered from the rows of selectors.post_rows."""
+"""Every shape of a post, in one module: the API's list, single-post and workflow forms, the
+`data.post` and `data.publication` of webhook bodies, and the document a publishing destination
+writes (git's file and front matter, LinkedIn's commentary, a newsletter's edition). Change how a
+post looks here, and every reader of it follows.
+
+The API's forms render rows (selectors.post_rows) with exactly the columns the form declares
+(`columns`); apps/api/representations.py keeps rendered responses, keyed by a digest of the code
+that makes them.
+"""
 
 from collections.abc import Iterable
+from datetime import datetime
 from functools import cache
 
 from rest_framework import serializers
@@ -9,11 +17,12 @@ from rest_framework.serializers import BaseSerializer
 
 from apps.channels.models import Channel
 from apps.channels.serializers import ChannelRefSerializer, ChannelSerializer
-from apps.core.serializers import ResponseSerializer, UtcDateTimeField
+from apps.core.serializers import ResponseSerializer, UtcDateTimeField, fields_of
 from apps.posts import selectors
 from apps.posts.models import MediaKind, Post, PublicationStatus
+from apps.publishing.destinations import Document
 from apps.publishing.models import JobAction, JobState
-from apps.publishing.selectors import latest_publications, publication_row
+from apps.publishing.selectors import publication_row
 
 
 class TagSerializer(ResponseSerializer):
@@ -116,27 +125,6 @@ class PostDetailSerializer(PostContentSerializer):
     )
 
 
-# Fields of the single-post form computed from the others, not columns of the post.
-COMPUTED = frozenset({"url"})
-
-
-def publication_webhook_data(job) -> dict:
-    """A job as `data.publication` of webhook bodies: the API's `publication` object."""
-    return PublicationSerializer(publication_row(job)).data
-
-
-def post_detail_rows(posts, channels: dict | None = None) -> list:
-    """Rows for PostDetailSerializer: post_rows, with each post's publication (read only for posts
-    of channels that publish through a destination)."""
-    rows = post_rows(posts, PostDetailSerializer, channels)
-    if not rows:
-        return rows
-    destined = [row.id for row in rows if row.channel.publishes_through_destination]
-    publications = latest_publications(destined) if destined else {}
-    make = selectors.row_type((*rows[0]._fields, "url", "publication"))._make
-    return [make((*row, selectors.page_url(row, publications.get(row.id)), publications.get(row.id))) for row in rows]
-
-
 class PostWorkflowResultSerializer(PostContentSerializer):
     """The post returned by publish and unpublish: the single-post form whose channel has only
     `id`, `title` and `platform`."""
@@ -144,34 +132,32 @@ class PostWorkflowResultSerializer(PostContentSerializer):
     channel = ChannelRefSerializer()
 
 
+# Fields of the single-post form computed from the others, not columns of the post.
+COMPUTED = frozenset({"url"})
+
+
 @cache
-def own_columns(serializer_class: type) -> tuple[str, ...]:
-    """The post's own columns the serializer renders (its nested forms come from other tables)."""
+def own_columns(form: type) -> tuple[str, ...]:
+    """The post's own columns the form renders (its nested forms come from other tables)."""
     return tuple(
         name
-        for name, field in serializer_class._declared_fields.items()
+        for name, field in fields_of(form).items()
         if not isinstance(field, BaseSerializer)
         and name not in selectors.NESTED
         # Only the post's forms compute fields; a media item's `url` is a column of its own.
-        and not (name in COMPUTED and issubclass(serializer_class, PostListItemSerializer))
+        and not (name in COMPUTED and issubclass(form, PostListItemSerializer))
     )
 
 
-def post_rows(posts, serializer_class: type, channels: dict | None = None) -> list:
-    """The posts of the queryset as rows for `serializer_class` (a form with channel, tags and
-    media); see selectors.post_rows."""
-    return selectors.post_rows(
-        posts,
-        own_columns(serializer_class),
-        tag_columns=own_columns(TagSerializer),
-        media_columns=own_columns(MediaSerializer),
-        channels=channels,
-    )
+@cache
+def columns(form: type) -> selectors.Columns:
+    """What selectors.post_rows reads for a form with channel, tags and media."""
+    return selectors.Columns(own_columns(form), own_columns(TagSerializer), own_columns(MediaSerializer))
 
 
-def rows_with_channel(serializer_class: type, values: Iterable[tuple], channel: Channel) -> list:
-    """Rows for a serializer whose one nested form is the channel (see selectors.rows_with_channel)."""
-    return selectors.rows_with_channel(own_columns(serializer_class), values, channel)
+def publication_webhook_data(job) -> dict:
+    """A job as `data.publication` of webhook bodies: the API's `publication` object."""
+    return PublicationSerializer(publication_row(job)).data
 
 
 def posts_webhook_data(post_ids: Iterable[int], channels: dict | None = None) -> list[tuple[Channel, int, dict]]:
@@ -180,7 +166,9 @@ def posts_webhook_data(post_ids: Iterable[int], channels: dict | None = None) ->
     `channels` (id -> channel, with its account and posts_count), when given, is used and filled
     in: a caller rendering many batches reads each channel once.
     """
-    rows = post_rows(Post.objects.filter(pk__in=list(post_ids)), PostContentSerializer, channels)
+    rows = selectors.post_rows(
+        Post.objects.filter(pk__in=list(post_ids)), columns(PostContentSerializer), channels=channels
+    )
     # One serializer for the batch: each channel is rendered once, not once per post.
     data = PostContentSerializer(rows, many=True).data
     return [(row.channel, row.id, item) for row, item in zip(rows, data, strict=True)]
@@ -189,3 +177,22 @@ def posts_webhook_data(post_ids: Iterable[int], channels: dict | None = None) ->
 def post_webhook_data(post: Post) -> dict:
     [(_, _, data)] = posts_webhook_data([post.pk])
     return data
+
+
+def document(post: Post, *, action: str, published_at: datetime | None, link: str | None) -> Document:
+    """The post as a destination writes it (git's file and front matter, LinkedIn's commentary, a
+    newsletter's edition), for a job of `action`; `link` is its page on the account's blog."""
+    return Document(
+        post_id=post.pk,
+        title=post.title,
+        slug=post.slug,
+        body=post.body,
+        # A first publication is dated by its job (the same on every attempt); an update keeps the
+        # post's date and says when it changed.
+        published_at=post.published_at or published_at or post.updated_at,
+        tags=list(post.tags.order_by("name").values_list("name", flat=True)),
+        description=post.meta_description or post.teaser or None,
+        teaser=post.teaser,
+        updated_at=post.updated_at if action == JobAction.UPDATE else None,
+        link=link,
+    )

@@ -5,6 +5,7 @@ what to redo, before it fails in production. docs/architecture.md ("Framework in
 says why each is kept."""
 
 import ast
+import copy
 import inspect
 import logging
 import re
@@ -58,7 +59,7 @@ from apps.channels.models import Channel
 from apps.core.fields import JSONFormField
 from apps.core.hosts import AllowedHosts
 from apps.core.prepared import PreparedLookup
-from apps.core.serializers import ResponseSerializer, UtcDateTimeField
+from apps.core.serializers import ResponseSerializer, UtcDateTimeField, fields_of
 from apps.posts.models import Post
 from apps.posts.serializers import TagSerializer, own_columns
 from apps.users.api import UserCreateSerializer
@@ -185,15 +186,6 @@ class Sample(ResponseSerializer):
     when = UtcDateTimeField()
 
 
-def test_readable_fields_are_the_bound_fields_drf_renders_in_declaration_order():
-    fields = list(Sample()._readable_fields)
-    assert [field.field_name for field in fields] == ["title", "count", "parts", "when"], redo(
-        SERIALIZERS, "_readable_fields no longer yields the bound, readable fields in order"
-    )
-    assert all(field.source == field.field_name for field in fields)
-    assert isinstance(fields[2], serializers.ListSerializer) and type(fields[2].child) is Part
-
-
 def test_a_response_serializer_renders_what_drfs_own_rendering_makes():
     item = SimpleNamespace(
         title="T", count=3, password="never shown", parts=[SimpleNamespace(id=1, name="a")],
@@ -205,19 +197,20 @@ def test_a_response_serializer_renders_what_drfs_own_rendering_makes():
     assert Sample(SimpleNamespace(**{**vars(item), "title": None})).data["title"] is None
 
 
-def test_declared_fields_are_the_classs_fields_inherited_first_and_never_bound():
-    where = "apps/core/serializers.py, apps/posts/serializers.py (own_columns), apps/api/request_fields.py, "
-    where += "apps/publishing/newsletter/api.py"
-
+def test_the_fields_of_a_form_are_drfs_public_fields_made_once_in_declaration_order():
     class Child(Part):
         extra = serializers.CharField()
 
-    assert list(Child._declared_fields) == ["id", "name", "extra"], redo(where, "_declared_fields changed shape")
-    assert list(Child._declared_fields) == list(Child().fields)
-    assert Child._declared_fields["name"] is not Child().fields["name"], redo(
-        where, "declared fields are bound in place: deep-copy them before binding"
-    )
+    assert list(fields_of(Child)) == ["id", "name", "extra"]
+    assert fields_of(Child) is fields_of(Child)
     assert own_columns(TagSerializer) == ("id", "name")
+
+
+def test_a_deep_copy_of_a_bound_field_is_a_new_unbound_field():
+    field = copy.deepcopy(fields_of(Sample)["parts"])
+    assert field.parent is None, redo(SERIALIZERS, "a deep copy keeps its binding: make a fresh field")
+    field.bind("parts", Sample())
+    assert field.field_name == "parts", redo(SERIALIZERS, "bind a fresh field for a stateful nested form")
 
 
 def test_a_drf_request_holds_the_django_request_it_wraps(rf):

@@ -20,6 +20,7 @@ from apps.api.request_fields import (
     StrictSerializer,
 )
 from apps.api.schema import common_errors, error
+from apps.core.serializers import fields_of
 from apps.publishing.newsletter.models import Subscriber, SubscriberStatus, normalize_email
 from apps.publishing.newsletter.selectors import filter_subscribers, newsletter_get, subscriber_get
 from apps.publishing.newsletter.serializers import SubscriberSerializer
@@ -99,7 +100,7 @@ class SubscriberListView(APIView):
         filters = SubscriberFilterSerializer.from_query(request.query_params)
         channel = newsletter_get(account_id=request.auth.account_id, channel_id=channel_id)
         subscribers = filter_subscribers(Subscriber.objects.filter(channel=channel), **filters).order_by("id")
-        columns = tuple(SubscriberSerializer._declared_fields)
+        columns = tuple(fields_of(SubscriberSerializer))
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(
             subscribers.values_list(*columns, named=True),

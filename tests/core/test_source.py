@@ -1,0 +1,45 @@
+import pytest
+
+from apps.core import source
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    (tmp_path / "posts").mkdir()
+    (tmp_path / "posts" / "serializers.py").write_text("TITLE = 'title'\n")
+    monkeypatch.setattr(source, "SOURCE", tmp_path)
+    source.source_digest.cache_clear()
+    yield tmp_path
+    source.source_digest.cache_clear()
+
+
+def _fresh() -> str:
+    source.source_digest.cache_clear()
+    return source.source_digest()
+
+
+def test_the_digest_changes_when_a_module_changes(tree):
+    before = _fresh()
+    (tree / "posts" / "serializers.py").write_text("TITLE = 'headline'\n")
+    assert _fresh() != before
+
+
+def test_a_new_module_that_shapes_a_post_changes_the_digest_without_being_listed_anywhere(tree):
+    before = _fresh()
+    (tree / "posts" / "shapes.py").write_text("def shape(post): return post\n")
+    assert _fresh() != before
+
+
+def test_moving_code_between_modules_changes_the_digest(tree):
+    (tree / "posts" / "a.py").write_text("X = 1\n")
+    before = _fresh()
+    (tree / "posts" / "a.py").rename(tree / "posts" / "b.py")
+    assert _fresh() != before
+
+
+def test_the_digest_is_the_same_for_the_same_code(tree):
+    assert _fresh() == _fresh()
+
+
+def test_the_service_s_own_tree_is_what_is_digested():
+    assert (source.SOURCE / "posts" / "serializers.py").is_file()
