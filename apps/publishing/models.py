@@ -1,7 +1,7 @@
-from datetime import datetime
-
 from django.db import models
 from django.utils import timezone
+
+from apps.core.outbox import unleased as unleased  # re-exported: the lease is the outboxes' common rule
 
 
 class JobAction(models.TextChoices):
@@ -18,11 +18,6 @@ class JobState(models.TextChoices):
 
 
 UNFINISHED = (JobState.QUEUED, JobState.RUNNING)
-
-
-def unleased(now: datetime) -> models.Q:
-    """Jobs no worker holds: never taken, or their holder's lease has run out."""
-    return models.Q(locked_until__isnull=True) | models.Q(locked_until__lt=now)
 
 
 class PublicationJob(models.Model):

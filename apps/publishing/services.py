@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from apps.channels.models import Channel
 from apps.core.mail import tell_account_admins
+from apps.core.outbox import lease_end, leased, retry_delay, unleased
 from apps.publishing.destinations import (
     Destination,
     InProgress,
@@ -32,7 +33,7 @@ from apps.publishing.destinations import (
     destination_for,
     subject,
 )
-from apps.publishing.models import UNFINISHED, JobAction, JobState, PublicationJob, unleased
+from apps.publishing.models import UNFINISHED, JobAction, JobState, PublicationJob
 
 logger = logging.getLogger(__name__)
 
@@ -109,11 +110,6 @@ def jobs_release_former(*, identity: str) -> int:
     )
     logger.warning("publication jobs of a dead former worker %s released: %d", node, released)
     return released
-
-
-def _lease_seconds() -> int:
-    # A job starts no new operation after PUBLISH_TIMEOUT and each operation times out after it.
-    return settings.PUBLISH_TIMEOUT * 2 + 10
 
 
 def jobs_enqueue(*, items: Iterable[JobInput]) -> list[PublicationJob]:
@@ -210,9 +206,10 @@ def _claim_head(channel_id: int) -> PublicationJob | None:
     head = PublicationJob.objects.filter(channel_id=channel_id, state__in=UNFINISHED).order_by("id").first()
     if head is None or head.next_attempt_at > now:
         return None
-    if head.locked_until is not None and head.locked_until >= now:
+    if leased(head.locked_until, now):
         return None
-    lease = now + timedelta(seconds=_lease_seconds())
+    # A job starts no new operation after PUBLISH_TIMEOUT and each operation times out after it.
+    lease = lease_end(now, timeout=settings.PUBLISH_TIMEOUT, margin=10)
     published_at = head.published_at
     if published_at is None and head.action == JobAction.PUBLISH:
         published_at = now.replace(microsecond=0)
@@ -306,15 +303,14 @@ def _record(
         current.reference, current.path, current.url = outcome.reference, outcome.path, outcome.url
     elif permanent:
         current.state, current.finished_at, current.last_error = JobState.FAILED, now, error
-    elif current.attempts > len(settings.PUBLISH_RETRY_DELAYS):
+    elif (delay := retry_delay(current.attempts, settings.PUBLISH_RETRY_DELAYS, at_least=retry_after)) is None:
         # The destination says what went wrong; the pipeline says what comes of it.
         current.state, current.finished_at = JobState.FAILED, now
         attempts = f"{current.attempts} attempt{'s' if current.attempts > 1 else ''}"
         current.last_error = f"{error} Gave up after {attempts}."
     else:
-        current.state = JobState.QUEUED
         # The schedule's delay, or longer where the destination asked for a longer pause.
-        delay = max(settings.PUBLISH_RETRY_DELAYS[current.attempts - 1], retry_after or 0)
+        current.state = JobState.QUEUED
         current.next_attempt_at = now + timedelta(seconds=delay)
         current.last_error = f"{error} It will be tried again at {current.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC."
     current.save()
@@ -361,7 +357,7 @@ def job_retry_now(*, job: PublicationJob) -> PublicationJob:
     job = PublicationJob.objects.select_for_update().get(pk=job.pk)
     if job.state == JobState.SUCCEEDED:
         raise PublishError("This job has succeeded; there is nothing to retry.")
-    if job.state == JobState.RUNNING and job.locked_until and job.locked_until >= timezone.now():
+    if job.state == JobState.RUNNING and leased(job.locked_until, timezone.now()):
         raise PublishError("This job is running now.")
     # An editor's decision stands: a failed job that it canceled (the post taken back or deleted)
     # is not run after all, nor one a later job of the post has superseded (an old unpublish would

@@ -7,29 +7,19 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from apps.core.events import event_types
 from apps.core.fields import JSONField
+from apps.core.outbox import retry_delay
+from apps.core.outbox import unleased as unleased  # re-exported: the lease is the outboxes' common rule
 
+# Every app's events, read from the registry where each app declares its own (apps.core.events):
+# as Event.kind's choices (labelled "Post Published", as the migrations have them), and under the
+# names callers used before the apps declared them (EventKind.POST_PUBLISHED is "post.published").
+EventKind = models.TextChoices(
+    "EventKind", [(event.name.upper().replace(".", "_"), event.name) for event in event_types()], module=__name__
+)
 
-class EventKind(models.TextChoices):
-    POST_UPDATED = "post.updated"
-    POST_PUBLISHING_PENDING = "post.publishing_pending"
-    POST_PUBLISHED = "post.published"
-    POST_UNPUBLISHED = "post.unpublished"
-    # A publication job (git, LinkedIn...) failed for good; data.publication says why.
-    POST_FAILED = "post.failed"
-    # A newsletter's subscriber confirmed (or was added as having opted in), or left.
-    SUBSCRIBER_CONFIRMED = "subscriber.confirmed"
-    SUBSCRIBER_UNSUBSCRIBED = "subscriber.unsubscribed"
-    USER_CREATED = "user.created"
-    USER_UPDATED = "user.updated"
-    USER_DELETED = "user.deleted"
-    USER_LOGIN = "user.login"
-    USER_ROLE_CHANGED = "user.role_changed"
-    WEBHOOK_TEST = "webhook.test"
-
-
-# webhook.test goes only to the endpoint it was sent from; it is not a subscription.
-SUBSCRIBABLE_EVENTS: list[str] = [k.value for k in EventKind if k != EventKind.WEBHOOK_TEST]
+SUBSCRIBABLE_EVENTS: list[str] = [event.name for event in event_types() if event.subscribable]
 
 
 class SignatureFormat(models.TextChoices):
@@ -67,11 +57,6 @@ def held_back_endpoints(prefix: str = "") -> models.Q:
     """Endpoints their breaker holds back (`WebhookEndpoint.held_back` in a query); `prefix`
     reaches them from another model, e.g. "endpoint__" from deliveries."""
     return models.Q(**{f"{prefix}consecutive_failures__gte": settings.WEBHOOK_BREAKER_THRESHOLD})
-
-
-def unleased(now: datetime) -> models.Q:
-    """Deliveries no worker holds: never taken, or their holder's lease has run out."""
-    return models.Q(locked_until__isnull=True) | models.Q(locked_until__lt=now)
 
 
 class WebhookEndpoint(models.Model):
@@ -129,8 +114,8 @@ class WebhookEndpoint(models.Model):
         if self.held_back:
             # The probes back off as the retries of one delivery do, up to the longest delay.
             delays = settings.WEBHOOK_RETRY_DELAYS or [settings.WEBHOOK_TIMEOUT]
-            probes_failed = self.consecutive_failures - settings.WEBHOOK_BREAKER_THRESHOLD
-            self.next_probe_at = now + timedelta(seconds=delays[min(probes_failed, len(delays) - 1)])
+            probes = self.consecutive_failures - settings.WEBHOOK_BREAKER_THRESHOLD + 1
+            self.next_probe_at = now + timedelta(seconds=retry_delay(probes, delays, capped=True))
 
     def previous_secret_valid(self, now: datetime) -> bool:
         expires_at = self.previous_secret_expires_at
@@ -231,10 +216,11 @@ class Delivery(models.Model):
         """Schedule the next automatic attempt, or give up once the schedule is used up."""
         if not automatic:
             return  # a manual retry leaves the schedule (and a failed delivery's verdict) as it was
-        if self.attempts > len(retry_delays):
+        delay = retry_delay(self.attempts, retry_delays)
+        if delay is None:
             self.status, self.next_attempt_at = DeliveryStatus.FAILED, None
         else:
-            self.next_attempt_at = at + timedelta(seconds=retry_delays[self.attempts - 1])
+            self.next_attempt_at = at + timedelta(seconds=delay)
 
 
 class AttemptTrigger(models.TextChoices):

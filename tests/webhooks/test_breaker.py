@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.users.models import Role
-from apps.webhooks import services
+from apps.webhooks import outbox
 from apps.webhooks.models import Delivery, DeliveryStatus, WebhookEndpoint
 from apps.webhooks.services import deliveries_attempt, deliveries_sweep, endpoint_save, event_emit
 from tests.factories import UserFactory
@@ -27,7 +27,7 @@ def _breaker(settings):
 def handed_over(monkeypatch):
     """Delivery ids the outbox hands to the broker, in order (the test makes the attempts)."""
     sent: list[str] = []
-    monkeypatch.setattr(services, "enqueue", lambda delivery_ids, manual=False: sent.extend(delivery_ids))
+    monkeypatch.setattr(outbox, "enqueue", lambda delivery_ids, manual=False: sent.extend(delivery_ids))
     return sent
 
 

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from apps.core import addresses
 from apps.webhooks import transport
 from tests.conftest import free_port
 
@@ -110,7 +111,7 @@ def test_a_closed_port_gets_the_same_error_as_an_open_one(settings):
 def test_non_public_literals_are_refused_without_dialling(settings, monkeypatch, url, error):
     settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = False
     dialled = []
-    monkeypatch.setattr(transport, "create_connection", lambda address, *args, **kwargs: dialled.append(address))
+    monkeypatch.setattr(addresses, "create_connection", lambda address, *args, **kwargs: dialled.append(address))
     assert _send(url).error == error
     assert dialled == []
 
@@ -126,7 +127,7 @@ def test_a_host_with_one_refused_address_among_several_is_refused(settings, reso
     answers, _ = resolver
     answers["mixed.test"] = ["93.184.215.14", "10.0.0.1"]
     dialled = []
-    monkeypatch.setattr(transport, "create_connection", lambda address, *args, **kwargs: dialled.append(address))
+    monkeypatch.setattr(addresses, "create_connection", lambda address, *args, **kwargs: dialled.append(address))
     assert _send("https://mixed.test/hook").error == "address 10.0.0.1 is not allowed (not a public address)"
     assert dialled == []
     assert "10.0.0.1" in transport.check_url("https://mixed.test/hook")
@@ -144,7 +145,7 @@ def test_the_checked_address_is_dialled_not_a_second_answer(settings, resolver, 
         answers["rebind.test"] = ["127.0.0.1"]
         raise ConnectionRefusedError(111, "Connection refused")
 
-    monkeypatch.setattr(transport, "create_connection", dial)
+    monkeypatch.setattr(addresses, "create_connection", dial)
     outcome = _send("http://rebind.test:8080/hook")
     assert lookups == ["rebind.test"]
     assert dialled == [("93.184.215.14", 8080)]

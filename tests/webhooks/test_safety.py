@@ -1,5 +1,6 @@
 import pytest
 
+from apps.core import addresses
 from apps.core.errors import InvalidInput
 from apps.webhooks import transport
 from apps.webhooks.services import delivery_attempt, endpoint_save
@@ -73,7 +74,7 @@ def test_saving_a_non_http_url_is_refused(account, url):
 
 
 def test_a_public_address_is_accepted(account, monkeypatch):
-    monkeypatch.setattr(transport, "resolve", lambda host, port: ["93.184.215.14"])
+    monkeypatch.setattr(addresses, "resolve", lambda host, port: ["93.184.215.14"])
     endpoint = endpoint_save(account=account, url="https://hooks.example.com/x", events=["post.published"])
     assert endpoint.pk and endpoint.events == ["post.published"]
 
@@ -82,13 +83,13 @@ def test_a_host_that_does_not_resolve_is_refused(account, monkeypatch):
     def fail(host, port):
         raise OSError("no such host")
 
-    monkeypatch.setattr(transport, "resolve", fail)
+    monkeypatch.setattr(addresses, "resolve", fail)
     with pytest.raises(InvalidInput, match="does not resolve"):
         endpoint_save(account=account, url="https://nowhere.invalid/x")
 
 
 def test_unknown_event_names_are_refused(account, monkeypatch):
-    monkeypatch.setattr(transport, "resolve", lambda host, port: ["93.184.215.14"])
+    monkeypatch.setattr(addresses, "resolve", lambda host, port: ["93.184.215.14"])
     with pytest.raises(InvalidInput, match=r"Unknown events: post\.deleted"):
         endpoint_save(account=account, url="https://hooks.example.com/x", events=["post.deleted"])
 

@@ -15,38 +15,39 @@ The job's lease is the lock: one job of a channel runs at a time (apps/publishin
 so a job that starts finds every `claimed` record left by a dead predecessor. The sender stops
 starting messages at the job's deadline, well within the lease; should a lease still be taken
 over, a record it no longer holds is not marked, and the sender stops there.
+
+The edition's freezing, counters and recovery are in editions.py; what each mail error means, in
+mail_errors.py.
 """
 
 import logging
-import re
 import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from email.utils import parseaddr
-from itertools import islice
-from smtplib import SMTPHeloError, SMTPRecipientsRefused, SMTPResponseException, SMTPSenderRefused
 
-from anymail.exceptions import (
-    AnymailAPIError,
-    AnymailConfigurationError,
-    AnymailInvalidAddress,
-    AnymailRecipientsRefused,
-)
 from django.conf import settings
 from django.core import mail
 from django.core.mail.backends.smtp import EmailBackend as SmtpBackend
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Min, Q
+from django.db.models import F, Q
 from django.utils import timezone
-from requests import ConnectTimeout
-from urllib3.exceptions import NewConnectionError
 
 from apps.channels.models import Channel
-from apps.core.errors import InvalidInput
+from apps.core.outbox import retry_delay
 from apps.publishing.destinations import Document, InProgress, JobContext, Outcome, PublishError
-from apps.publishing.models import JobAction, PublicationJob
+from apps.publishing.models import JobAction
 from apps.publishing.newsletter import message
+from apps.publishing.newsletter.editions import (
+    edition_freeze,
+    edition_recount,
+    edition_send_uncertain,
+    finish_if_done,
+    next_due_in,
+    recover,
+)
+from apps.publishing.newsletter.mail_errors import Verdict, verdict_of
 from apps.publishing.newsletter.models import (
     Delivery,
     DeliveryState,
@@ -57,104 +58,15 @@ from apps.publishing.newsletter.models import (
     email_hash,
 )
 from apps.publishing.newsletter.services import newsletter_of, suppress, suppressions_of
-from apps.publishing.services import JobInput, jobs_enqueue
+
+__all__ = ["NewsletterPublisher", "Sender", "edition_freeze", "edition_recount", "edition_send_uncertain"]
 
 logger = logging.getLogger(__name__)
 
-FREEZE_CHUNK = 2000
-UNSETTLED = (DeliveryState.PENDING, DeliveryState.CLAIMED)
 # After a message whose fate is unknown the connection is dropped and the job comes back this soon,
 # when messages went out before it (a server that hangs for good is retried on the pipeline's
 # schedule instead: each attempt may leave one more record uncertain).
 AFTER_UNKNOWN = 1.0
-# RFC 3463 enhanced status codes that say the address itself is bad.
-ADDRESS_STATUS = re.compile(r"5\.1\.\d+|5\.2\.1\b")
-UNCERTAIN_ERROR = "The sender stopped while this message was being sent: it may or may not have arrived."
-
-
-def _chunks(iterable, size: int):
-    iterator = iter(iterable)
-    while chunk := list(islice(iterator, size)):
-        yield chunk
-
-
-# --- freezing the edition ---------------------------------------------------------------------
-
-
-def edition_freeze(*, channel: Channel, job_id: int, document: Document) -> Edition:
-    """The edition of the post, rendered once, with one record per confirmed subscriber not on the
-    suppression list: the audience as it is now, frozen in one transaction. Streams the list in
-    chunks: memory stays flat whatever its size."""
-    rendered = message.render(channel=channel, document=document)
-    with transaction.atomic():
-        edition = Edition.objects.create(
-            post_id=document.post_id, channel=channel, job_id=job_id, subject=rendered.subject[:300],
-            html=rendered.html, text=rendered.text, archive_url=channel.post_url(document.slug) or "",
-        )  # fmt: skip
-        audience = (
-            Subscriber.objects.filter(channel=channel, status=SubscriberStatus.CONFIRMED)
-            .order_by("id")
-            .values_list("id", "email")
-        )
-        total = 0
-        for chunk in _chunks(audience.iterator(chunk_size=FREEZE_CHUNK), FREEZE_CHUNK):
-            hashed = [(subscriber_id, email_hash(email)) for subscriber_id, email in chunk]
-            blocked = suppressions_of(channel, [digest for _, digest in hashed])
-            records = [
-                Delivery(edition=edition, subscriber_id=subscriber_id)
-                for subscriber_id, digest in hashed
-                if digest not in blocked
-            ]
-            Delivery.objects.bulk_create(records)
-            total += len(records)
-        Edition.objects.filter(pk=edition.pk).update(total=total)
-        edition.total = total
-    logger.info("newsletter edition=%s post=%s frozen recipients=%d", edition.pk, edition.post_id, total)
-    return edition
-
-
-# --- counts and recovery -------------------------------------------------------------------------
-
-
-def edition_recount(*, edition_id: int) -> None:
-    """The edition's counters from its records (one GROUP BY): exact again after a crash."""
-    counts = dict(
-        Delivery.objects.filter(edition_id=edition_id)
-        .order_by()
-        .values_list("state")
-        .annotate(count=Count("id"))
-        .values_list("state", "count")
-    )
-    Edition.objects.filter(pk=edition_id).update(
-        total=sum(counts.values()),
-        **{state: counts.get(state, 0) for state in ("sent", "failed", "suppressed", "uncertain")},
-    )
-
-
-def _recover(edition_id: int) -> int:
-    """Settle the batches a dead sender left `claimed`: its record in flight (the lowest id, see the
-    module's docstring) becomes `uncertain`, the others go back to `pending`. Only for a caller
-    that holds the edition's job (its lease is the lock). Returns how many became uncertain."""
-    now = timezone.now()
-    batches = (
-        Delivery.objects.filter(edition_id=edition_id, state=DeliveryState.CLAIMED)
-        .order_by()
-        .values("batch")
-        .annotate(first=Min("id"))
-        .values_list("batch", "first")
-    )
-    uncertain = 0
-    with transaction.atomic():
-        for batch, first in list(batches):
-            uncertain += Delivery.objects.filter(pk=first, state=DeliveryState.CLAIMED).update(
-                state=DeliveryState.UNCERTAIN, batch="", settled_at=now, error=UNCERTAIN_ERROR
-            )
-            Delivery.objects.filter(edition_id=edition_id, state=DeliveryState.CLAIMED, batch=batch).update(
-                state=DeliveryState.PENDING, batch="", next_attempt_at=None
-            )
-    if uncertain:
-        logger.warning("newsletter edition=%s recovered after a crash: uncertain=%d", edition_id, uncertain)
-    return uncertain
 
 
 # --- sending -------------------------------------------------------------------------------------
@@ -173,75 +85,6 @@ class Tally:
         changes = {name: F(name) + value for name, value in vars(self).items() if value}
         if changes:
             Edition.objects.filter(pk=edition_id).update(**changes)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What a refused or broken send means for its record."""
-
-    kind: str  # "bounce" (failed, address suppressed), "failed", "retry", "uncertain" or "halt"
-    error: str
-
-
-def _verdict(exc: Exception) -> Verdict:
-    """The one place each mail error is interpreted. A permanent refusal of the address bounces
-    it; a temporary one is retried; an error that says nothing was sent for reasons not of this
-    address (the sender refused, a misconfigured backend) halts the send, to be retried; anything
-    else (a timeout, a dropped connection) may have happened after the server took the message."""
-    if isinstance(exc, SMTPSenderRefused):
-        return Verdict(
-            "halt", f"The mail server refused the sender {exc.sender}: {exc.smtp_code} {_text(exc.smtp_error)}"
-        )
-    if isinstance(exc, SMTPHeloError):
-        return Verdict("halt", f"The mail server refused our greeting: {exc.smtp_code} {_text(exc.smtp_error)}")
-    if isinstance(exc, SMTPRecipientsRefused):
-        code, text = next(iter(exc.recipients.values()), (550, b""))
-        return Verdict("bounce" if code >= 500 else "retry", f"{code} {_text(text)}")
-    if isinstance(exc, SMTPResponseException):
-        # Refused after the recipient was taken (at DATA): a 5xx there is most often about the message
-        # (content, size, policy: 5.7.x), and suppressing every address of a list the server refuses
-        # the edition for would be a disaster. Only the address statuses (5.1.x, 5.2.1: no such or a
-        # disabled mailbox) bounce; other permanent refusals fail the record alone.
-        text = _text(exc.smtp_error)
-        if exc.smtp_code < 500:
-            return Verdict("retry", f"{exc.smtp_code} {text}")
-        return Verdict("bounce" if ADDRESS_STATUS.match(text) else "failed", f"{exc.smtp_code} {text}")
-    if isinstance(exc, AnymailRecipientsRefused):
-        return Verdict("bounce", _describe(exc))
-    if isinstance(exc, AnymailAPIError):
-        status = exc.status_code
-        if status is None and _never_connected(exc):
-            # Nothing was sent, and the next message would fare no better: the send waits.
-            return Verdict("halt", f"The e-mail provider could not be reached: {_describe(exc)}")
-        if status is None:  # the request may have reached the provider before it failed
-            return Verdict("uncertain", f"{UNCERTAIN_ERROR} ({_describe(exc)})")
-        return Verdict("retry" if status == 429 or status >= 500 else "failed", _describe(exc))
-    if isinstance(exc, AnymailConfigurationError):
-        return Verdict("halt", f"The e-mail provider is not set up: {_describe(exc)}")
-    if isinstance(exc, (AnymailInvalidAddress, ValueError)):
-        # Raised while the message was built, before anything was sent (an address no server takes).
-        return Verdict("failed", f"Not sent: {_describe(exc)}")
-    return Verdict("uncertain", f"{UNCERTAIN_ERROR} ({type(exc).__name__}: {_describe(exc)})")
-
-
-def _never_connected(exc: Exception) -> bool:
-    """A provider's request that failed before a connection was made (refused, or its connect timed out)."""
-    if isinstance(exc, ConnectTimeout):
-        return True
-    cause = exc.__cause__
-    reason = getattr(cause.args[0], "reason", None) if cause is not None and cause.args else None
-    return isinstance(reason, NewConnectionError)
-
-
-def _describe(exc: Exception) -> str:
-    try:
-        return str(exc)
-    except Exception:  # an error whose message cannot be rendered must not stop the send
-        return type(exc).__name__
-
-
-def _text(value) -> str:
-    return (value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)).strip()
 
 
 def _message_id(sent) -> str:
@@ -396,8 +239,8 @@ class Sender:
                     connection = self._open()
                 try:
                     message_id = self._send_one(connection, message.Recipient(email=email, name=name, token=token))
-                except Exception as exc:  # every backend's errors are interpreted by _verdict
-                    verdict = _verdict(exc)
+                except Exception as exc:  # every backend's errors are interpreted by verdict_of
+                    verdict = verdict_of(exc)
                     if verdict.kind == "uncertain":
                         # No QUIT to a server that may be hanging: that would wait out another timeout.
                         _close(connection, hard=True)
@@ -444,15 +287,15 @@ class Sender:
                 account_id=self.channel.account_id, email=email, reason=SuppressionReason.BOUNCE,
                 detail=f"The mail server refused it: {verdict.error}",
             )  # fmt: skip
-        delays = settings.PUBLISH_RETRY_DELAYS
-        if verdict.kind == "retry" and attempts <= len(delays):
+        delay = retry_delay(attempts, settings.PUBLISH_RETRY_DELAYS) if verdict.kind == "retry" else None
+        if delay is not None:
             return bool(
                 Delivery.objects.filter(pk=record_id, batch=batch, state=DeliveryState.CLAIMED).update(
                     state=DeliveryState.PENDING,
                     batch="",
                     attempts=attempts,
                     error=verdict.error,
-                    next_attempt_at=timezone.now() + timedelta(seconds=delays[attempts - 1]),
+                    next_attempt_at=timezone.now() + timedelta(seconds=delay),
                 )
             )
         if verdict.kind == "retry":
@@ -461,56 +304,6 @@ class Sender:
             return False
         tally.failed += 1
         return True
-
-
-# --- the edition's state -------------------------------------------------------------------------
-
-
-def _finish_if_done(edition_id: int) -> bool:
-    """Mark the edition sent once every record is settled; True when it is."""
-    with transaction.atomic():
-        edition = Edition.objects.select_for_update().get(pk=edition_id)
-        if Delivery.objects.filter(edition_id=edition_id, state__in=UNSETTLED).exists():
-            return False
-        if edition.finished_at is None:
-            edition.finished_at = timezone.now()
-            edition.save(update_fields=["finished_at"])
-    edition_recount(edition_id=edition_id)
-    return True
-
-
-def _next_due_in(edition_id: int) -> float:
-    """Seconds until the edition's next pending record is due (0: now)."""
-    pending = Delivery.objects.filter(edition_id=edition_id, state=DeliveryState.PENDING)
-    if pending.filter(next_attempt_at=None).exists():
-        return 0
-    first = pending.order_by().aggregate(first=Min("next_attempt_at"))["first"]
-    return max((first - timezone.now()).total_seconds(), 0) if first else 0
-
-
-def edition_send_uncertain(*, edition: Edition) -> int:
-    """The Settings area's "Send to uncertain": the account decides that the people whose copy may
-    or may not have gone out are sent it (some may get it twice). Their records go back to
-    `pending` and the post's publish job runs again: the same sender, leases and crash recovery
-    as the first send. The post stays published; the edition's job finds only these to send.
-    Returns how many were put back."""
-    latest = PublicationJob.objects.filter(post_id=edition.post_id).order_by("-id").values_list("action", flat=True)
-    if latest.first() == JobAction.UNPUBLISH:
-        raise InvalidInput("The edition's post was taken down or deleted; its edition is not sent any more.")
-    with transaction.atomic():
-        edition = Edition.objects.select_for_update().get(pk=edition.pk)
-        count = Delivery.objects.filter(edition_id=edition.pk, state=DeliveryState.UNCERTAIN).update(
-            state=DeliveryState.PENDING, next_attempt_at=None, settled_at=None, error=""
-        )
-        if not count:
-            return 0
-        Edition.objects.filter(pk=edition.pk).update(uncertain=F("uncertain") - count, finished_at=None)
-        jobs_enqueue(
-            items=[JobInput(channel_id=edition.channel_id, post_id=edition.post_id, title=edition.subject,
-                            action=JobAction.PUBLISH)]
-        )  # fmt: skip
-    logger.info("newsletter edition=%s sending again to uncertain=%d", edition.pk, count)
-    return count
 
 
 # --- the destination -----------------------------------------------------------------------------
@@ -545,16 +338,16 @@ class NewsletterPublisher:
                 raise InProgress("The edition is being frozen by another sender.", retry_after=AFTER_UNKNOWN) from None
         else:
             Edition.objects.filter(pk=edition.pk).update(job_id=job.job_id)
-            _recover(edition.pk)
+            recover(edition.pk)
             edition_recount(edition_id=edition.pk)
         edition.channel = channel
         Sender(edition, deadline=job.deadline).run()
-        if _finish_if_done(edition.pk):
+        if finish_if_done(edition.pk):
             return self._outcome(edition, url)
         edition.refresh_from_db()
         raise InProgress(
             f"Sending: {edition.sent} of {edition.total} sent, {edition.pending} to go.",
-            retry_after=_next_due_in(edition.pk),
+            retry_after=next_due_in(edition.pk),
         )
 
     def unpublish(self, job: JobContext, document: Document | None) -> Outcome:

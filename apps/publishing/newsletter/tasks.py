@@ -1,5 +1,6 @@
 from celery import shared_task
 
+from apps.core.outbox import retry_delay
 from apps.publishing.newsletter import services
 
 # The confirmation e-mail is retried while the mail server is away (about an hour in all).
@@ -11,4 +12,5 @@ def send_confirmations(self, subscriber_ids: list[int]) -> int:
     try:
         return services.confirmations_send(subscriber_ids=subscriber_ids)
     except Exception as exc:  # smtplib, socket and providers' errors vary by backend
-        raise self.retry(exc=exc, countdown=CONFIRMATION_RETRIES[min(self.request.retries, 3)]) from None
+        delay = retry_delay(self.request.retries + 1, CONFIRMATION_RETRIES, capped=True)
+        raise self.retry(exc=exc, countdown=delay) from None

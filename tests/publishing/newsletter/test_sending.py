@@ -16,7 +16,7 @@ from apps.posts.models import Post
 from apps.posts.services import post_create, post_publish_now, post_set_status, post_update_content
 from apps.publishing.destinations import JobContext, PublishError
 from apps.publishing.models import PublicationJob
-from apps.publishing.newsletter import sending
+from apps.publishing.newsletter import editions
 from apps.publishing.newsletter.models import Delivery, Edition, Subscriber, SuppressionReason
 from apps.publishing.newsletter.sending import NewsletterPublisher, edition_send_uncertain
 from apps.publishing.newsletter.services import suppress
@@ -408,7 +408,7 @@ def test_a_page_of_posts_reads_its_publications_in_two_queries_however_many_edit
 
 
 def test_the_audience_is_frozen_chunk_by_chunk_without_the_suppressed(smtp_server, newsletter, monkeypatch):
-    monkeypatch.setattr(sending, "FREEZE_CHUNK", 3)
+    monkeypatch.setattr(editions, "FREEZE_CHUNK", 3)
     subscribe(newsletter, 10)
     SubscriberFactory(channel=newsletter, email="maybe@example.com", status="unconfirmed")
     for number in (1, 4, 8):

@@ -1,0 +1,290 @@
+"""Sending deliveries: claimed under a lease, attempted in batches (one per endpoint, in order, over
+its pooled connection), and their outcomes recorded with the one retry policy (Delivery.record_failure,
+apps.core.outbox.retry_delay) and the consequences apps/webhooks/outcomes.py gives each verdict."""
+
+import logging
+import time
+from concurrent.futures import wait
+from datetime import datetime
+from functools import partial
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from apps.core.outbox import lease_end, unleased
+from apps.webhooks import breaker, outbox, transport
+from apps.webhooks.models import Attempt, AttemptTrigger, Delivery, DeliveryStatus, WebhookEndpoint
+from apps.webhooks.outcomes import Outcome
+from apps.webhooks.senders import SenderPool
+
+logger = logging.getLogger(__name__)
+
+# What recording an attempt changes on the delivery.
+_OUTCOME_FIELDS = ("status", "attempts", "next_attempt_at", "locked_until", "enqueued_at", "last_status_code",
+                   "last_error", "delivered_at", "updated_at")  # fmt: skip
+
+
+def delivery_attempt(*, delivery_id: str, manual: bool = False, **sending) -> Attempt | None:
+    """Make one attempt of a delivery (None when it is not due, another worker holds it, or it
+    did not end within the `patience` given with a `pool`)."""
+    attempts = deliveries_attempt(delivery_ids=[str(delivery_id)], manual=manual, **sending)
+    return attempts[0] if attempts else None
+
+
+def deliveries_attempt(
+    *, delivery_ids: list[str], manual: bool = False, pool: SenderPool | None = None, patience: float | None = None
+) -> list[Attempt]:
+    """Make one attempt of each due delivery among `delivery_ids` that no other worker holds and
+    whose endpoint may be sent to now, record them, and schedule the next attempts or finish;
+    return the attempts made.
+
+    Each endpoint's deliveries are a batch, sent one after the other over the process's pooled
+    connection to it. Without a `pool` the batches are sent here, one after the other; with one,
+    on its threads at the same time, and this waits for them at most `patience` seconds: a batch
+    still running then (a receiver that hangs) records its own outcome when it ends, and only the
+    attempts of the batches that ended are returned.
+    """
+    started = time.monotonic()
+    deliveries = _claim(delivery_ids, manual=manual, now=timezone.now())
+    batches: dict[int, list[Delivery]] = {}
+    for delivery in deliveries:
+        batches.setdefault(delivery.endpoint_id, []).append(delivery)
+    if pool is None:
+        return [a for batch in batches.values() for a in _send_batch(batch, manual=manual, started=started)]
+    futures = [pool.submit(partial(_send_batch, batch, manual=manual, started=started)) for batch in batches.values()]
+    done, _ = wait(futures, timeout=patience)
+    return [attempt for future in futures if future in done for attempt in future.result()]
+
+
+# --- claiming --------------------------------------------------------------------------------------
+
+
+def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Delivery]:
+    """Take the deliveries for one attempt each; those not due, or held by another worker, are
+    left out, and so are those their endpoint may not be sent now (see `_within_limits`). They come
+    back in the order given, with their event (body, account), endpoint and number of attempts
+    logged, and `locked_until` set to the lease now held on them."""
+    # Long enough for the slowest attempt (connect timeout plus read timeout), with a margin; a
+    # batch starts no attempt after WEBHOOK_TIMEOUT, so its last one ends within the lease too.
+    lease = lease_end(now, timeout=settings.WEBHOOK_TIMEOUT, margin=5)
+    claimable = Delivery.objects.filter(unleased(now), pk__in=delivery_ids)
+    with transaction.atomic():
+        # A conditional UPDATE is atomic, so of two workers with the same message only one wins.
+        # A manual retry is an operator's request: it goes out whatever the endpoint's state.
+        taken = claimable.update(locked_until=lease) if manual else _within_limits(claimable, delivery_ids, lease, now)
+    if not taken:
+        return []
+    attempts_logged = (
+        Attempt.objects.filter(delivery=OuterRef("pk"))
+        .order_by()
+        .values("delivery")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    claimed = {
+        str(delivery.pk): delivery
+        for delivery in Delivery.objects.select_related("event__account", "endpoint")
+        .annotate(attempts_logged=Coalesce(Subquery(attempts_logged), 0))
+        .filter(pk__in=delivery_ids, locked_until=lease)
+    }
+    return [claimed[str(pk)] for pk in delivery_ids if str(pk) in claimed]
+
+
+def _within_limits(claimable, delivery_ids: list[str], lease: datetime, now: datetime) -> int:
+    """Lease the due deliveries whose endpoint may be sent to now; return how many were leased.
+
+    An endpoint has at most WEBHOOK_ENDPOINT_CONCURRENCY batches in flight; one held back by its
+    breaker gets a single probe once its back-off has passed; a disabled one gets nothing. What is
+    left out waits with no task at the broker: the endpoint's batch in flight, or its successful
+    probe, hands it over when it ends (the sweeper too, unless the endpoint is held back)."""
+    claimable = claimable.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+    position = {str(pk): index for index, pk in enumerate(delivery_ids)}
+    by_endpoint: dict[int, list] = {}
+    for pk, endpoint_id in sorted(claimable.values_list("pk", "endpoint_id"), key=lambda row: position[str(row[0])]):
+        by_endpoint.setdefault(endpoint_id, []).append(pk)
+    if not by_endpoint:
+        return 0
+    # One claim at a time per endpoint, so its count of batches in flight is exact; locked in one
+    # order, so claims over several endpoints never deadlock.
+    endpoints = list(WebhookEndpoint.objects.select_for_update().filter(pk__in=by_endpoint).order_by("pk"))
+    in_flight = dict(
+        Delivery.objects.filter(endpoint__in=by_endpoint, status=DeliveryStatus.PENDING, locked_until__gt=now)
+        .order_by()
+        .values("endpoint")
+        .annotate(batches=Count("locked_until", distinct=True))
+        .values_list("endpoint", "batches")
+    )
+    take, waiting = [], []
+    for endpoint in endpoints:
+        pks = by_endpoint[endpoint.pk]
+        if endpoint.holds_deliveries(now) or in_flight.get(endpoint.pk, 0) >= settings.WEBHOOK_ENDPOINT_CONCURRENCY:
+            waiting.extend(pks)
+        elif endpoint.held_back:
+            probe, rest = breaker.take_probe(endpoint, pks, lease=lease, now=now)
+            take.extend(probe)
+            waiting.extend(rest)
+        else:
+            take.extend(pks)
+    if waiting:
+        claimable.filter(pk__in=waiting).update(enqueued_at=None)
+    return claimable.filter(pk__in=take).update(locked_until=lease) if take else 0
+
+
+# --- attempting ------------------------------------------------------------------------------------
+
+
+def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float) -> list[Attempt]:
+    """Attempt one endpoint's deliveries in order, then record the outcomes.
+
+    No further attempt is started once WEBHOOK_TIMEOUT has passed since the claim, after an
+    attempt that got no answer (the endpoint hangs or refuses: the rest would only wait behind
+    it), or once the endpoint's failures in a row reach the breaker's threshold. The rest go back
+    unattempted. The outcomes are written together at the end (so `delivered_at` and the next
+    attempt's time count from then); a worker that dies before that leaves them to be sent again
+    once their lease runs out (receivers deduplicate by delivery id).
+    """
+    endpoint = deliveries[0].endpoint
+    failures = endpoint.consecutive_failures
+    sent = []
+    for delivery in deliveries:
+        if sent and (
+            time.monotonic() - started > settings.WEBHOOK_TIMEOUT
+            or not sent[-1][1].consequence.answered
+            or failures >= settings.WEBHOOK_BREAKER_THRESHOLD
+        ):
+            break
+        event = delivery.event
+        started_at = timezone.now()
+        outcome = transport.send(
+            url=endpoint.url, body=event.body.encode(), event=event.kind, delivery_id=str(delivery.id),
+            **endpoint.signing(started_at),
+        )  # fmt: skip
+        sent.append((delivery, outcome, started_at))
+        failures = 0 if outcome.ok else failures + 1
+    return _record_batch(endpoint.pk, sent, deliveries[len(sent) :], manual=manual, lease=deliveries[0].locked_until)
+
+
+# --- recording -------------------------------------------------------------------------------------
+
+
+def _record_batch(
+    endpoint_id: int, sent: list, rest: list[Delivery], *, manual: bool, lease: datetime
+) -> list[Attempt]:
+    now = timezone.now()
+    with transaction.atomic():
+        # The endpoint's lock orders this after any claim that left deliveries waiting on this
+        # batch, so the hand-over below sees them.
+        endpoint = WebhookEndpoint.objects.select_for_update().filter(pk=endpoint_id).first()
+        if endpoint is None:  # deleted meanwhile, with its deliveries
+            return []
+        health_before, was_held_back = breaker.health(endpoint), endpoint.held_back
+        endpoint.record_results([(outcome.ok, at) for _, outcome, at in sent], now)
+        attempts = [
+            _record(d, outcome, started_at=at, manual=manual, outage=endpoint.held_back, now=now)
+            for d, outcome, at in sent
+        ]
+        Attempt.objects.bulk_create(attempts)
+        held = _write_outcomes([delivery for delivery, _, _ in sent], rest, lease)
+        breaker.judge(endpoint, [outcome for _, outcome, _ in sent], health_before, now)
+        if was_held_back and not endpoint.held_back:
+            breaker.release_backlog(endpoint, now)
+        handover = [] if endpoint.holds_deliveries(now) else _take_waiting(endpoint, now)
+    if held < len(sent):
+        logger.warning("%d webhook attempts outlived their lease; their outcomes are not recorded", len(sent) - held)
+    for attempt in attempts:
+        _log(attempt)
+    if handover:
+        outbox.enqueue(handover)
+    return attempts
+
+
+def _record(
+    delivery: Delivery, outcome: Outcome, *, started_at: datetime, manual: bool, outage: bool, now: datetime
+) -> Attempt:
+    """Set the delivery's state after an attempt with this outcome; return the attempt (both unsaved).
+
+    `outage`: the endpoint's breaker holds it back after this attempt. Its failure is then the
+    endpoint's, not the delivery's: it uses up none of the delivery's attempts, and the delivery
+    waits for the breaker to close (or for WEBHOOK_MAX_AGE) with its schedule untouched."""
+    counted = not manual and not (outage and not outcome.ok)
+    if counted:
+        delivery.attempts += 1
+    delivery.locked_until = None
+    delivery.enqueued_at = None
+    delivery.updated_at = now
+    if outcome.ok:
+        delivery.record_success(now, outcome.status)
+    else:
+        delivery.last_status_code = outcome.status
+        delivery.last_error = outcome.error or f"HTTP {outcome.status}"
+        if outage and not manual:
+            delivery.next_attempt_at = now  # first in line when the breaker closes
+        delivery.record_failure(now, settings.WEBHOOK_RETRY_DELAYS, automatic=counted)
+        if outcome.consequence.gone:
+            # The receiver says the URL is gone for good: stop sending to it (shown in the admin).
+            delivery.status, delivery.next_attempt_at = DeliveryStatus.FAILED, None
+    return Attempt(
+        delivery=delivery,
+        number=delivery.attempts_logged + 1,
+        trigger=AttemptTrigger.MANUAL if manual else AttemptTrigger.AUTOMATIC,
+        counted=counted,
+        started_at=started_at,
+        request_headers=outcome.request_headers,
+        request_body=delivery.event.body,
+        response_status=outcome.status,
+        response_headers=outcome.headers,
+        response_body=outcome.body,
+        duration_ms=outcome.duration_ms,
+        error=outcome.error,
+    )
+
+
+def _write_outcomes(recorded: list[Delivery], rest: list[Delivery], lease: datetime) -> int:
+    """Write the recorded deliveries' new state, and let the unattempted ones go; return how many
+    were written (those whose lease still held)."""
+    # Deliveries with the same outcome get the same new values: one UPDATE for each group (a batch
+    # that went well is one group), where bulk_update's CASE per row and field cost more CPU than
+    # the attempts themselves.
+    groups: dict[tuple, list] = {}
+    for delivery in recorded:
+        groups.setdefault(tuple(getattr(delivery, name) for name in _OUTCOME_FIELDS), []).append(delivery.pk)
+    held = 0
+    for values, pks in groups.items():
+        # The lease is the lock: only its holder writes the outcome (no second locking read). A
+        # holder that overran its lease finds the row taken over and leaves it to the new holder,
+        # keeping the record of the attempt it made.
+        held += Delivery.objects.filter(pk__in=pks, locked_until=lease).update(
+            **dict(zip(_OUTCOME_FIELDS, values, strict=True))
+        )
+    if rest:
+        Delivery.objects.filter(pk__in=[d.pk for d in rest], locked_until=lease).update(
+            locked_until=None, enqueued_at=None
+        )
+    return held
+
+
+def _take_waiting(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
+    """The endpoint's due deliveries that wait with no task at the broker, oldest first, marked as
+    handed over."""
+    waiting = Delivery.objects.filter(
+        endpoint_id=endpoint.pk, status=DeliveryStatus.PENDING, next_attempt_at__lte=now,
+        enqueued_at__isnull=True, locked_until__isnull=True,
+    ).order_by("created_at", "event_id")  # fmt: skip
+    return outbox.mark_handed_over(list(waiting.values_list("pk", flat=True)[: outbox.SWEEP_BATCH]), now)
+
+
+def _log(attempt: Attempt) -> None:
+    delivery = attempt.delivery
+    logger.info(
+        "webhook attempt delivery=%s endpoint=%s event=%s number=%d status=%s duration_ms=%d%s",
+        delivery.id,
+        delivery.endpoint_id,
+        delivery.event.kind,
+        attempt.number,
+        attempt.response_status if attempt.response_status is not None else "-",
+        attempt.duration_ms,
+        f" error={attempt.error!r}" if attempt.error else "",
+    )
