@@ -1,5 +1,5 @@
 """One content plan run in a process of its own, for the benchmark: prints a JSON line with the
-seconds the run took and the process's peak resident memory.
+seconds the run took, how many posts it moved where and the process's peak resident memory.
 
     python -m bench.content_plan_child
 """
@@ -40,6 +40,7 @@ def main() -> None:
                 "moved": result.moved,
                 "publishing_pending": result.publishing_pending,
                 "published": result.published,
+                "handed_over": result.handed_over,
                 "peak_rss_mb": peak_rss_mb(),
                 "rss_before_run_mb": before,
             }

@@ -1,10 +1,16 @@
 """Part 3 of `make bench`: the content plan against its floor.
 
 Due scheduled posts (2 tags and 1 image each) over four channels (blog, git, linkedin, api) of one
-account with one webhook endpoint, moved by one `content_plan_run()` in a process of its own
-(bench/content_plan_child.py) at each of PLAN_SIZES; every post's event and delivery written and
-handed to the broker. Floor: FLOOR_SQL, one hand-written `UPDATE` plus `INSERT ... SELECT` of the
-records, events and deliveries in one transaction, without the broker hand-over.
+account with one webhook endpoint, taken by one `content_plan_run()` in a process of its own
+(bench/content_plan_child.py) at each of PLAN_SIZES, as the service takes them (OUTCOME): the
+blog's posts published and the api channel's handed to the external system, each with its event
+and delivery; the git and LinkedIn channels' posts handed to their destinations, a queued publish
+job each; all of it handed to the broker. Floor: FLOOR_SQL, one hand-written `UPDATE` plus
+`INSERT ... SELECT` of the same records, jobs, events and deliveries in one transaction, without
+the broker hand-over.
+
+The git and LinkedIn channels have no destination set up: the plan hands their posts over without
+reading it (a worker would), and no worker runs here. Part 6 measures the publication itself.
 """
 
 import time
@@ -23,31 +29,53 @@ from bench.common import (
 
 PLAN_SIZES = (10_000, 100_000)
 # Fresh statistics after a run moved or wrote many rows, for the checks' plans.
-ANALYZE = "analyze posts_post; analyze posts_apipublication; analyze webhooks_event; analyze webhooks_delivery"
-
+ANALYZE = (
+    "analyze posts_post; analyze posts_apipublication; analyze publishing_publicationjob; analyze webhooks_event; "
+    "analyze webhooks_delivery"
+)
+# What a run leaves of each channel's due posts: (their status, the event each has). A git or
+# LinkedIn post stays `scheduled` until its destination confirms; its queued publish job for its
+# scheduled time says it was handed over. The PLAN_SIZES are multiples of four: a quarter each.
+OUTCOME = {
+    "blog": ("published", "post.published"),
+    "git": ("scheduled", None),
+    "linkedin": ("scheduled", None),
+    "api": ("publishing_pending", "post.publishing_pending"),
+}
+# The rows the service writes (apps/posts/content_plan.py), column for column: the posts, the api
+# posts' publication records, the destination posts' publish jobs (as jobs_enqueue writes them), the
+# others' events and one delivery per event; checked against a run's rows when it was written (event
+# bodies equal as JSON). %(destinations)s: apps.channels.models.DESTINATION_PLATFORMS.
 FLOOR_SQL = """
-create temporary table moved (id bigint primary key, channel_id bigint, platform text, account_id bigint)
+create temporary table due (id bigint primary key, channel_id bigint, platform text, account_id bigint,
+                            scheduled_at timestamptz, title text)
     on commit drop;
 
-with due as (
-    select id from posts_post where publication_status = 'scheduled' and scheduled_at <= %(now)s
-    for update skip locked
-), changed as (
-    update posts_post p set
-        publication_status = case when c.platform = 'api' then 'publishing_pending' else 'published' end,
-        published_at = case when c.platform = 'api' then null else %(now)s end,
-        external_id = case when c.platform = 'api' then null else p.external_id end,
-        external_url = case when c.platform = 'api' then null else p.external_url end,
-        updated_at = %(now)s
-    from due, channels_channel c
-    where p.id = due.id and c.id = p.channel_id
-    returning p.id, p.channel_id, c.platform, c.account_id
-)
-insert into moved select * from changed;
+insert into due
+select p.id, p.channel_id, c.platform, c.account_id, p.scheduled_at, p.title
+from posts_post p join channels_channel c on c.id = p.channel_id
+where p.publication_status = 'scheduled' and p.scheduled_at <= %(now)s
+  and not exists (select from publishing_publicationjob j
+                  where j.post_id = p.id and j.action = 'publish' and j.scheduled_for = p.scheduled_at)
+for update of p skip locked;
+
+update posts_post p set
+    publication_status = case when d.platform = 'api' then 'publishing_pending' else 'published' end,
+    published_at = case when d.platform = 'api' then null else %(now)s end,
+    external_id = null, external_url = null, updated_at = %(now)s
+from due d
+where p.id = d.id and d.platform <> all(%(destinations)s);
 
 insert into posts_apipublication (post_id, created_at, confirmed_at, external_id, external_url)
-select id, %(now)s, null, null, null from moved where platform = 'api'
+select id, %(now)s, null, null, null from due where platform = 'api'
 on conflict (post_id) do update set confirmed_at = null, external_id = null, external_url = null;
+
+insert into publishing_publicationjob (channel_id, post_id, title, action, state, scheduled_for, attempts,
+                                       next_attempt_at, locked_by, last_error, reference, path, url, created_at,
+                                       updated_at)
+select channel_id, id, left(title, 300), 'publish', 'queued', scheduled_at, 0, %(now)s, '', '', '', '', '', %(now)s,
+       %(now)s
+from due where platform = any(%(destinations)s);
 
 with events as (
     insert into webhooks_event (account_id, kind, post_id, created_at, body)
@@ -73,16 +101,18 @@ with events as (
             'media', coalesce((select json_agg(json_build_object('id', md.id, 'kind', md.kind, 'url', md.url,
                                                'alt_text', md.alt_text, 'width', md.width, 'height', md.height)
                                                order by md.position, md.id)
-                               from posts_media md where md.post_id = p.id), '[]'::json)
+                               from posts_media md where md.post_id = p.id), '[]'::json),
+            'external_id', p.external_id, 'external_url', p.external_url
         ))
     )::text
-    from moved m
+    from due m
     join posts_post p on p.id = m.id
     join channels_channel c on c.id = m.channel_id
     left join channels_team t on t.id = c.team_id
     join accounts_account a on a.id = m.account_id
     cross join lateral (select case when m.platform = 'api' then 'post.publishing_pending'
                                     else 'post.published' end as kind) k
+    where m.platform <> all(%(destinations)s)
     returning id, account_id, kind
 )
 insert into webhooks_delivery (id, event_id, endpoint_id, status, attempts, next_attempt_at, enqueued_at,
@@ -111,39 +141,100 @@ def seed_plan() -> dict:
     return {"account": account.pk, "channels": [c.pk for c in channels], "tags": tags}
 
 
-def delete_plan_posts(account: int, where: str, params: list) -> None:
-    """The account's events and deliveries, and the posts `where` picks (a condition on posts_post)
-    with their publication records, tag links and media: what a content plan run leaves behind."""
+def delete_posts(where: str, params: list) -> None:
+    """The posts `where` picks (a condition on posts_post) with their publication records, tag
+    links and media."""
     posts = f"select id from posts_post where {where}"  # noqa: S608 - the benchmark's own conditions
-    sql("delete from webhooks_delivery where event_id in (select id from webhooks_event where account_id = %s)",
-        [account])  # fmt: skip
-    sql("delete from webhooks_event where account_id = %s", [account])
     for table in ("posts_apipublication", "posts_post_tags", "posts_media"):
         sql(f"delete from {table} where post_id in ({posts})", params)  # noqa: S608 - fixed table names
     sql(f"delete from posts_post where {where}", params)  # noqa: S608
+
+
+def delete_plan_posts(account: int, where: str, params: list) -> None:
+    """The account's events and deliveries, and the posts `where` picks with all they have: what a
+    content plan run leaves behind (its publish jobs aside: finish_jobs)."""
+    sql("delete from webhooks_delivery where event_id in (select id from webhooks_event where account_id = %s)",
+        [account])  # fmt: skip
+    sql("delete from webhooks_event where account_id = %s", [account])
+    delete_posts(where, params)
     flush_redis()  # the run's messages for the broker: no worker reads them here
+
+
+def finish_jobs(channels: list[int]) -> None:
+    """The channels' queued jobs succeeded, as their destination would leave them. They are kept,
+    as every finished job is (nothing prunes them): deleted, the table's statistics would say it is
+    empty while a run writes tens of thousands of jobs, and PostgreSQL would plan the content
+    plan's "not handed over yet" (NOT EXISTS a job) as a scan of every job for every post."""
+    sql("update publishing_publicationjob set state = 'succeeded', finished_at = now(), updated_at = now() "
+        "where channel_id = any(%s) and state = 'queued'", [channels])  # fmt: skip
 
 
 def reset_plan(seed: dict, n: int) -> None:
     channels = seed["channels"]
+    finish_jobs(channels)
     delete_plan_posts(seed["account"], "channel_id = any(%s)", [channels])
     insert_posts(channels, n, status="scheduled", scheduled=True, tags=seed["tags"])
     sql(ANALYZE)
 
 
+def plan_outcome(seed: dict) -> tuple[list, list]:
+    """What the channels' posts are after a run: (platform, status, posts, of which with a queued
+    publish job for their scheduled time, with an API publication record) for each platform and
+    status; (kind, events, deliveries) for each kind of the account's events."""
+    posts = sql(
+        """
+        select c.platform, p.publication_status, count(*), count(j.id), count(a.id)
+        from posts_post p join channels_channel c on c.id = p.channel_id
+        left join publishing_publicationjob j
+          on j.post_id = p.id and j.action = 'publish' and j.state = 'queued' and j.scheduled_for = p.scheduled_at
+        left join posts_apipublication a on a.post_id = p.id
+        where p.channel_id = any(%s)
+        group by 1, 2 order by 1, 2
+        """,
+        [seed["channels"]],
+    )
+    events = sql(
+        "select e.kind, count(distinct e.id), count(d.id) from webhooks_event e "
+        "left join webhooks_delivery d on d.event_id = e.id where e.account_id = %s group by 1 order by 1",
+        [seed["account"]],
+    )
+    return [tuple(row) for row in posts], [tuple(row) for row in events]
+
+
+def expected_outcome(n: int) -> tuple[list, list]:
+    """plan_outcome after a run over `n` posts, as OUTCOME says (a quarter of them per channel)."""
+    share = n // len(OUTCOME)
+    posts = sorted(
+        (platform, status, share, share if kind is None else 0, share if platform == "api" else 0)
+        for platform, (status, kind) in OUTCOME.items()
+    )
+    events = sorted((kind, share, share) for _, kind in OUTCOME.values() if kind)
+    return posts, events
+
+
 def check_plan(seed: dict, n: int) -> None:
-    moved = sql("select count(*) from posts_post where channel_id = any(%s) and publication_status <> 'scheduled'",
-                [seed["channels"]])[0][0]  # fmt: skip
-    events = sql("select count(*) from webhooks_event where account_id = %s", [seed["account"]])[0][0]
-    deliveries = sql("select count(*) from webhooks_delivery d join webhooks_event e on e.id = d.event_id "
-                     "where e.account_id = %s", [seed["account"]])[0][0]  # fmt: skip
-    if (moved, events, deliveries) != (n, n, n):
-        raise RuntimeError(f"content plan of {n} posts: moved {moved}, events {events}, deliveries {deliveries}")
+    found, expected = plan_outcome(seed), expected_outcome(n)
+    if found != expected:
+        raise RuntimeError(f"content plan of {n} posts: found {found}, expected {expected}")
+
+
+def run_floor() -> float:
+    """FLOOR_SQL in one transaction; its seconds."""
+    import psycopg
+
+    from apps.channels.models import DESTINATION_PLATFORMS
+
+    destinations = sorted(str(platform) for platform in DESTINATION_PLATFORMS)
+    with psycopg.connect(DATABASE_URL) as conn:
+        started = time.perf_counter()
+        with conn.transaction():
+            params = {"now": datetime.now(UTC), "destinations": destinations}
+            for statement in FLOOR_SQL.split(";\n\n"):
+                conn.execute(statement, params)
+        return time.perf_counter() - started
 
 
 def bench_content_plan() -> dict:
-    import psycopg
-
     seed = seed_plan()
     runs = {}
     for n in PLAN_SIZES:
@@ -154,15 +245,13 @@ def bench_content_plan() -> dict:
         print(f"  content plan {n} posts: {runs[n]['seconds']:.1f} s, peak {runs[n]['peak_rss_mb']:.0f} MB", flush=True)
     n = PLAN_SIZES[-1]
     reset_plan(seed, n)
-    with psycopg.connect(DATABASE_URL) as conn:
-        started = time.perf_counter()
-        with conn.transaction():
-            now = datetime.now(UTC)
-            for statement in FLOOR_SQL.split(";\n\n"):
-                conn.execute(statement, {"now": now})
-        floor_seconds = time.perf_counter() - started
+    floor_seconds = run_floor()
     sql(ANALYZE)
     check_plan(seed, n)
+    # The posts handed over are still `scheduled`, their jobs queued: a later part's content plan
+    # run would scan them and its worker take the jobs on (their channels have no destination).
+    finish_jobs(seed["channels"])
+    delete_posts("channel_id = any(%s) and publication_status = 'scheduled'", [seed["channels"]])
     flush_redis()
     print(f"  content plan floor {n} posts: {floor_seconds:.1f} s", flush=True)
     return {"runs": runs, "floor_seconds": floor_seconds, "ratio": runs[n]["seconds"] / floor_seconds}
@@ -175,10 +264,13 @@ def plan_section(plan: dict) -> list[str]:
         "## 3. Content plan",
         "",
         "Due scheduled posts (2 tags and 1 image each) over four channels (blog, git, linkedin, api) of one "
-        "account with one webhook endpoint, moved by one `content_plan_run()` in a process of its own; every "
-        "post's event and delivery written and handed to the broker. Floor: one hand-written SQL `UPDATE` "
-        "plus `INSERT ... SELECT` of the records, events (bodies built with `json_build_object`) and "
-        "deliveries, in one transaction, without the broker hand-over.",
+        "account with one webhook endpoint, taken by one `content_plan_run()` in a process of its own: the blog's "
+        "posts published and the api channel's handed to the external system (`publishing_pending`), each with "
+        "its event and delivery; the git and LinkedIn channels' posts handed to their destinations (a queued "
+        "publish job each, the post `scheduled` until the destination confirms); all of it handed to the "
+        "broker. Floor: one hand-written SQL `UPDATE` plus `INSERT ... SELECT` of the records, jobs, events "
+        "(bodies built with `json_build_object`) and deliveries, in one transaction, without the broker "
+        "hand-over.",
         "",
         "| posts | seconds | posts/s | peak memory of the process (MB) | of which before the run (MB) |",
         "|---:|---:|---:|---:|---:|",
