@@ -122,8 +122,8 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 ADMIN_URL = env.str("ADMIN_URL", default="admin/").strip("/") + "/"
 
 INSTALLED_APPS = [
-    # django.contrib.admin with the service's admin site (admin sign-ins send user.login).
-    "apps.users.admin_apps.ServiceAdminConfig",
+    # django.contrib.admin with the service's admin site, the Settings area (apps/settings_area).
+    "apps.settings_area.apps.SettingsAreaConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -172,8 +172,9 @@ MIDDLEWARE = [
 
 AUTHENTICATION_BACKENDS = [
     # django-axes first: it refuses a throttled address before any password is checked.
-    "apps.api.ratelimit.LoginThrottleBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "apps.api.sign_in_limits.LoginThrottleBackend",
+    # ModelBackend's sign-in, with what a user may do in the admin from the Settings area's access table.
+    "apps.settings_area.access.AccessBackend",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -390,17 +391,17 @@ ADMIN_LOGIN_FAILURE_LIMIT = _limit("ADMIN_LOGIN_FAILURE_LIMIT", "10")
 # admins (an operator's: the operators) get one e-mail. Twice the address's limit: a person mistyping
 # from one address meets that one first; guessing spread over many addresses gets 20 tries an hour.
 SIGN_IN_FAILURE_LIMIT_PER_EMAIL = _limit("SIGN_IN_FAILURE_LIMIT_PER_EMAIL", "20")
-# django-axes counts them (apps/api/ratelimit.py): by client address as the API's rate limits see it
+# django-axes counts them (apps/api/sign_in_limits.py): by client address as the API's rate limits see it
 # (NUM_PROXIES), in the default cache, forgotten 15 minutes after the address's last failure. The
 # attempt that reaches the limit gets the form back; later ones get 429 with Retry-After until then.
 AXES_LOCKOUT_PARAMETERS = ["ip_address"]
-AXES_FAILURE_LIMIT = "apps.api.ratelimit.admin_login_failure_limit"
-AXES_COOLOFF_TIME = "apps.api.ratelimit.admin_login_cool_off"
+AXES_FAILURE_LIMIT = "apps.api.sign_in_limits.admin_login_failure_limit"
+AXES_COOLOFF_TIME = "apps.api.sign_in_limits.admin_login_cool_off"
 AXES_CLIENT_IP_CALLABLE = "apps.api.ratelimit.client_address"
 # Where the e-mail is in the credentials (for its budget): authenticate()'s keyword, the sign-in forms'
 # field. axes' default, USERNAME_FIELD ("email"), is not in what user_login_failed reports.
 AXES_USERNAME_FORM_FIELD = "username"
-AXES_HANDLER = "apps.api.ratelimit.LoginFailureHandler"
+AXES_HANDLER = "apps.api.sign_in_limits.LoginFailureHandler"
 AXES_LOCKOUT_CALLABLE = "apps.api.middleware.login_throttled"
 AXES_HTTP_RESPONSE_CODE = 429
 # Refused attempts are not counted, so they do not prolong the lockout; a success does not clear it.

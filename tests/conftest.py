@@ -156,7 +156,7 @@ def run_together(calls) -> list:
 def admin_session(user) -> Client:
     """A browser session signed in as `user` (the way a password sign-in leaves it)."""
     client = Client()
-    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+    client.force_login(user, backend="apps.settings_area.access.AccessBackend")
     return client
 
 

@@ -8,12 +8,12 @@ from django.utils.cache import add_never_cache_headers
 
 from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, SsoTokenState
 from apps.accounts.services import api_key_create, api_key_revoke
-from apps.core.admin import page_url, run_on_selected
+from apps.core.admin import SettingsModelAdmin, also_read_only, page_url, run_on_selected
 from apps.core.step_up import StepUp
 
 
 @admin.register(Account)
-class AccountAdmin(admin.ModelAdmin):
+class AccountAdmin(SettingsModelAdmin):
     list_display = ("id", "name", "plan", "created_at")
     list_filter = ("plan",)
     search_fields = ("name",)
@@ -57,7 +57,7 @@ class ShownOnce:
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(SettingsModelAdmin):
     form = ApiKeyForm
     list_display = ("name", "display_key", "account", "user", "scope_list", "expires_at", "last_used_at", "state")
     list_filter = ("account",)
@@ -70,7 +70,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         # Owner and account are fixed once the key exists: moving a key would hand its access on.
-        return (*self.readonly_fields, "account", "user") if obj else self.readonly_fields
+        fields = super().get_readonly_fields(request, obj)
+        return also_read_only(fields, "account", "user") if obj else fields
 
     @admin.display(description="scopes")
     def scope_list(self, obj: ApiKey) -> str:
@@ -123,7 +124,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         add_never_cache_headers(response)  # no copy of the page, and so of the key, in any cache
         return response
 
-    @admin.action(description="Revoke selected API keys")
+    @admin.action(description="Revoke selected API keys", permissions=["change"])
     def revoke_selected(self, request, queryset):
         count = run_on_selected(
             self, request, queryset.filter(revoked_at__isnull=True), lambda api_key: api_key_revoke(api_key=api_key)
@@ -150,7 +151,7 @@ class SsoTokenStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(SsoToken)
-class SsoTokenAdmin(admin.ModelAdmin):
+class SsoTokenAdmin(SettingsModelAdmin):
     """Read-only: tokens are created through POST /v1/sso_tokens and their secret is never stored."""
 
     list_display = ("id", "user", "account", "state", "created_at", "expires_at", "used_at", "api_key")

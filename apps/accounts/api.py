@@ -16,9 +16,9 @@ from apps.api.permissions import require_account_admin
 from apps.api.request_fields import StrictCharField, StrictEmailField, StrictSerializer
 from apps.api.schema import common_errors, error, user_events
 from apps.core.errors import NotFound
+from apps.users.events import UserEvent
 from apps.users.models import USER_ID_MAX_DIGITS, parse_user_id
 from apps.users.selectors import user_of_account
-from apps.webhooks.models import EventKind
 
 
 @extend_schema_field(
@@ -115,7 +115,7 @@ class SsoTokensView(APIView):
             "owner (`admin_required` otherwise)."
         ),
         request=SsoTokenCreateSerializer,
-        callbacks=user_events(EventKind.USER_LOGIN),
+        callbacks=user_events(UserEvent.LOGIN),
         responses={
             201: SsoTokenResponseSerializer,
             403: error(

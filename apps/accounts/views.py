@@ -27,7 +27,7 @@ def sso_login(request):
     except DomainError as exc:
         context = {"code": exc.code, "message": exc.message}
         return render(request, "accounts/sso_error.html", context, status=status_of(exc))
-    login(request, token.user, backend="django.contrib.auth.backends.ModelBackend")
+    login(request, token.user, backend="apps.settings_area.access.AccessBackend")
     # A key made this link: the session is limited until a password is typed in it (core/step_up.py).
     step_up.mark_started_by_sso(request.session)
     user_record_login(user=token.user, via=LoginMethod.SSO)

@@ -113,22 +113,26 @@ def exception_handler(exc, context):
         _, details = validation_envelope([{"field": None, "rule": "json", "message": str(exc.detail)}])
         return error_response(400, "VALIDATION_ERROR", f"The request body is not valid JSON: {exc.detail}", details)
     if isinstance(exc, exceptions.APIException):
-        headers = {}
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if getattr(exc, "wait", None) is not None:
-            headers["Retry-After"] = str(int(exc.wait))
-        code = STATUS_CODES.get(exc.status_code, "error")
-        detail_code = exc.get_codes() if isinstance(exc.detail, str) else None
-        if isinstance(detail_code, str) and detail_code not in GENERIC_CODES and exc.status_code != 404:
-            code = detail_code
-        message = str(exc.detail) if isinstance(exc.detail, str) else code
-        if exc.status_code == 404:
-            message = "Resource not found."
-        return error_response(exc.status_code, code, message, headers=headers)
+        return _api_exception_response(exc)
 
     logger.error("Unhandled error in %s", context.get("view").__class__.__name__, exc_info=exc)
     return error_response(500, "internal_error", "Internal server error.")
+
+
+def _api_exception_response(exc: exceptions.APIException) -> Response:
+    headers = {}
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header
+    if getattr(exc, "wait", None) is not None:
+        headers["Retry-After"] = str(int(exc.wait))
+    code = STATUS_CODES.get(exc.status_code, "error")
+    detail_code = exc.get_codes() if isinstance(exc.detail, str) else None
+    if isinstance(detail_code, str) and detail_code not in GENERIC_CODES and exc.status_code != 404:
+        code = detail_code
+    message = str(exc.detail) if isinstance(exc.detail, str) else code
+    if exc.status_code == 404:
+        message = "Resource not found."
+    return error_response(exc.status_code, code, message, headers=headers)
 
 
 def is_api_path(request) -> bool:

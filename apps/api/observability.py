@@ -28,6 +28,14 @@ NO_REQUEST_ID = "-"
 
 
 class RequestLogMiddleware:
+    """The request's id (kept from the caller when it matches REQUEST_ID_PATTERN, else a new uuid4
+    hex), set for the request only, and one log line per request.
+
+    Not django-guid's middleware: it keeps a caller's id only if it is a UUID (or, unvalidated, any
+    header value of any length), never resets its id after the response (a thread's later records
+    would carry the last request's id instead of "-"), logs a line of its own on every request,
+    and its Celery integration gives tasks enqueued outside a request a new id."""
+
     def __init__(self, get_response):
         self.get_response = get_response
 

@@ -223,29 +223,38 @@ def add_http_layer(result, generator, request, public):
                 responses.setdefault(status, _error_response(description, code))
             body = operation.get("requestBody")
             if body:
-                for described in (body, responses["400"]):
-                    described["description"] = " ".join(filter(None, [described.get("description"), JSON_INPUT_RULES]))
-                body["x-json-input-rules"] = {"max_depth": json_input.MAX_DEPTH, "max_number": json_input.NUMBER_LIMIT}
-            if body and not body.get("required") and _names_one_of(body, components.get("schemas", {})):
-                # A body that must name one of several fields (`oneOf` of `required`) cannot be left out.
-                body["required"] = True
+                _describe_body(body, responses, components.get("schemas", {}))
             for parameter in operation.get("parameters", []):
                 # Every endpoint reads an empty query value (`?page=`, `?status=`) as the parameter left out.
                 if parameter["in"] == "query" and not parameter.get("required"):
                     parameter["allowEmptyValue"] = True
             if method == "get":
-                parameters = operation.setdefault("parameters", [])
-                if not any(p.get("name") == IF_NONE_MATCH["name"] for p in parameters):
-                    parameters.append(dict(IF_NONE_MATCH))
-                responses.setdefault(
-                    "304",
-                    {"description": "Not modified: the `ETag` still matches `If-None-Match`. No body."},
-                )
-            for status, response in responses.items():
-                headers = response.setdefault("headers", {})
-                headers.update(_header_refs(*SHARED_HEADERS))
-                if status == "429":
-                    headers.update(_header_refs("Retry-After"))
-                if method == "get" and (status.startswith("2") or status == "304"):
-                    headers.update(_header_refs("ETag"))
+                _add_conditional_get(operation, responses)
+            _add_response_headers(method, responses)
     return result
+
+
+def _describe_body(body: dict, responses: dict, schemas: dict) -> None:
+    for described in (body, responses["400"]):
+        described["description"] = " ".join(filter(None, [described.get("description"), JSON_INPUT_RULES]))
+    body["x-json-input-rules"] = {"max_depth": json_input.MAX_DEPTH, "max_number": json_input.NUMBER_LIMIT}
+    if not body.get("required") and _names_one_of(body, schemas):
+        # A body that must name one of several fields (`oneOf` of `required`) cannot be left out.
+        body["required"] = True
+
+
+def _add_conditional_get(operation: dict, responses: dict) -> None:
+    parameters = operation.setdefault("parameters", [])
+    if not any(p.get("name") == IF_NONE_MATCH["name"] for p in parameters):
+        parameters.append(dict(IF_NONE_MATCH))
+    responses.setdefault("304", {"description": "Not modified: the `ETag` still matches `If-None-Match`. No body."})
+
+
+def _add_response_headers(method: str, responses: dict) -> None:
+    for status, response in responses.items():
+        headers = response.setdefault("headers", {})
+        headers.update(_header_refs(*SHARED_HEADERS))
+        if status == "429":
+            headers.update(_header_refs("Retry-After"))
+        if method == "get" and (status.startswith("2") or status == "304"):
+            headers.update(_header_refs("ETag"))

@@ -11,10 +11,15 @@ from drf_spectacular.utils import OpenApiResponse, OpenApiWebhook, extend_schema
 from rest_framework import serializers
 
 from apps.channels.serializers import ChannelRefSerializer
+from apps.core.events import event_types
+from apps.posts.events import PostEvent
 from apps.posts.serializers import PostContentSerializer, PublicationSerializer
+from apps.publishing.newsletter.events import SubscriberEvent
 from apps.publishing.newsletter.serializers import SubscriberSerializer
+from apps.users.events import UserEvent
 from apps.users.serializers import EventAccountSerializer, UserEventDataSerializer
-from apps.webhooks.models import EventKind, SignatureFormat
+from apps.webhooks.events import WebhookEvent
+from apps.webhooks.models import SignatureFormat
 
 # --- `data` of each event kind ------------------------------------------------------------------
 
@@ -81,37 +86,23 @@ class WebhookTestEventDataSerializer(serializers.Serializer):
 
 
 DATA: dict[str, type[serializers.Serializer]] = {
-    EventKind.POST_UPDATED: PostEventDataSerializer,
-    EventKind.POST_PUBLISHING_PENDING: PostEventDataSerializer,
-    EventKind.POST_PUBLISHED: PostEventDataSerializer,
-    EventKind.POST_UNPUBLISHED: PostEventDataSerializer,
-    EventKind.POST_FAILED: PostFailedEventDataSerializer,
-    EventKind.SUBSCRIBER_CONFIRMED: SubscriberEventDataSerializer,
-    EventKind.SUBSCRIBER_UNSUBSCRIBED: SubscriberEventDataSerializer,
-    EventKind.USER_CREATED: UserCreatedEventDataSerializer,
-    EventKind.USER_UPDATED: UserUpdatedEventDataSerializer,
-    EventKind.USER_DELETED: UserDeletedEventDataSerializer,
-    EventKind.USER_LOGIN: UserLoginEventDataSerializer,
-    EventKind.USER_ROLE_CHANGED: UserRoleChangedEventDataSerializer,
-    EventKind.WEBHOOK_TEST: WebhookTestEventDataSerializer,
+    PostEvent.UPDATED: PostEventDataSerializer,
+    PostEvent.PUBLISHING_PENDING: PostEventDataSerializer,
+    PostEvent.PUBLISHED: PostEventDataSerializer,
+    PostEvent.UNPUBLISHED: PostEventDataSerializer,
+    PostEvent.FAILED: PostFailedEventDataSerializer,
+    SubscriberEvent.CONFIRMED: SubscriberEventDataSerializer,
+    SubscriberEvent.UNSUBSCRIBED: SubscriberEventDataSerializer,
+    UserEvent.CREATED: UserCreatedEventDataSerializer,
+    UserEvent.UPDATED: UserUpdatedEventDataSerializer,
+    UserEvent.DELETED: UserDeletedEventDataSerializer,
+    UserEvent.LOGIN: UserLoginEventDataSerializer,
+    UserEvent.ROLE_CHANGED: UserRoleChangedEventDataSerializer,
+    WebhookEvent.TEST: WebhookTestEventDataSerializer,
 }
 
-SUMMARIES = {
-    EventKind.POST_UPDATED: "A published post's content changed",
-    EventKind.POST_PUBLISHING_PENDING: "A post of an `api` channel reached its time and awaits the publish call",
-    EventKind.POST_PUBLISHED: "A post was published",
-    EventKind.POST_UNPUBLISHED: "A published post was taken back to draft",
-    EventKind.POST_FAILED: "A post's publication job (git, LinkedIn) failed for good",
-    EventKind.SUBSCRIBER_CONFIRMED: "A newsletter's subscriber confirmed, or was added as having opted in elsewhere",
-    EventKind.SUBSCRIBER_UNSUBSCRIBED: "A newsletter's subscriber unsubscribed (one click in their mail client, "
-    "or the unsubscribe page's button)",
-    EventKind.USER_CREATED: "A user was created",
-    EventKind.USER_UPDATED: "A user was changed; `data.changed` names the fields",
-    EventKind.USER_DELETED: "A user was deleted; `data.user` is the user before",
-    EventKind.USER_LOGIN: "A user signed in; `data.via` says how",
-    EventKind.USER_ROLE_CHANGED: "A user's role changed (sent beside `user.updated`)",
-    EventKind.WEBHOOK_TEST: "The test event an admin sends from an endpoint's page, to that endpoint only",
-}
+# Each event's description, as its app declares it (apps.core.events).
+SUMMARIES = {event_type.name: event_type.description for event_type in event_types()}
 
 
 # --- The envelope (apps/webhooks/serializers.delivery_body) ----------------------------------------
@@ -233,11 +224,11 @@ def _webhook(kind: str) -> OpenApiWebhook:
         name=kind,
         decorator=extend_schema(
             summary=SUMMARIES[kind],
-            description=TO_THE_ONE_ENDPOINT if kind == EventKind.WEBHOOK_TEST else TO_SUBSCRIBERS,
+            description=TO_THE_ONE_ENDPOINT if kind == WebhookEvent.TEST else TO_SUBSCRIBERS,
             request=event_serializer(kind),
             responses={"2XX": ACKNOWLEDGED, 410: GONE},
         ),
     )
 
 
-WEBHOOKS = [_webhook(kind) for kind in EventKind.values]
+WEBHOOKS = [_webhook(event_type.name) for event_type in event_types()]

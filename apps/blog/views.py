@@ -1,7 +1,9 @@
 """The public site of blog and newsletter channels: the index, a page per post and per tag, the
 preview of an unpublished post for the account's members, and robots.txt. The feed and the sitemap
-are in feeds.py. Addresses: /blog/<handle>/… on the service's host (urls.py), or the same pages at
-the root of a channel's own domain (domain_urls.py); the views take the channel from either.
+are in feeds.py; the channel, the page's look and the list of posts, in site.py; the newsletters'
+e-mail links, in newsletter_pages.py. Addresses: /blog/<handle>/… on the service's
+host (urls.py), or the same pages at the root of a channel's own domain (domain_urls.py); the views
+take the channel from either.
 
 Readers see `published` posts only: a draft, scheduled or pending post, another channel's post and
 an unknown slug all get the same 404 page. Pages render from the stored Markdown (apps.core.markdown)
@@ -11,139 +13,32 @@ A newsletter's index is the archive of its sent editions (its published posts) w
 form; the links of its e-mails (confirm, unsubscribe) open pages on the service's host.
 """
 
-import base64
-import hashlib
 import json
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import render
-from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
 from apps.api import ratelimit
 from apps.blog import pages
 from apps.blog.forms import SubscribeForm
+from apps.blog.newsletter_pages import newsletter_confirm, newsletter_unsubscribe
+from apps.blog.site import blog_of_domain, channel_of, cursors, listing, not_found_page, page_in_look, private
 from apps.channels.models import SITE_PLATFORMS, Channel, Platform, normalize_domain
-from apps.core.coherence import Columns, Entries
 from apps.core.errors import InvalidInput
 from apps.core.markdown import markdown_text, render_markdown
-from apps.core.prepared import PreparedLookup
 from apps.posts import selectors
 from apps.posts.models import Post, shown_at
 from apps.publishing.newsletter import services as newsletter
-from apps.publishing.newsletter.message import TEST_TOKEN
-from apps.publishing.newsletter.models import Subscriber, SubscriberStatus
 
-# What a page shows of its channel (and its version, read in the same query).
-SITE_FIELDS = (
-    "account",
-    "version",
-    "title",
-    "platform",
-    "handle",
-    "domain",
-    "description",
-    "language",
-    "time_zone",
-    "accent_color",
-    "logo_url",
-    "image_width",
-    "created_at",
-    "updated_at",
-)
+# Where urls.py, feeds.py and the middleware find them.
+__all__ = ["blog_of_domain", "channel_of", "newsletter_confirm", "newsletter_unsubscribe", "resource_of"]
+
 DESCRIPTION_LENGTH = 160
-EXCERPT_LENGTH = 280
-
-
-def _blogs():
-    return Channel.objects.filter(platform__in=SITE_PLATFORMS).only(*SITE_FIELDS).order_by()
-
-
-_by_handle = PreparedLookup(Channel, "handle", ("a", "b"), lambda handle: _blogs().filter(handle=handle)[:1])
-_by_domain = PreparedLookup(
-    Channel, "domain", ("a.example", "b.example"), lambda domain: _blogs().filter(domain=domain)[:1]
-)
-
-
-# What the shared cache keeps of a blog's channel: the columns its pages show.
-_SITE = Columns(Channel, lambda field: field.primary_key or field.name in SITE_FIELDS)
-
-
-def _site_values(channel: Channel | None) -> tuple | None:
-    return None if channel is None else _SITE.values(channel)
-
-
-def _site(values: tuple | None) -> Channel | None:
-    return None if values is None else _SITE.instance(values)
-
-
-# Blogs by handle and by domain in the shared cache (apps/core/coherence.py), forgotten by channels
-# 0007's triggers whenever the channel changes or gets a new version: a page served from the cache
-# asks the database nothing.
-_handles = Entries("h", lambda handle: _site_values(_by_handle.first(handle)))
-_domains = Entries("d", lambda domain: _site_values(_by_domain.first(domain)))
-
-
-def blog_of_domain(domain: str) -> Channel | None:
-    return _site(_domains.get(domain))
-
-
-def channel_of(request, handle: str | None) -> Channel:
-    """The blog the request is for: its own domain's (found by the middleware) or the handle's."""
-    channel = getattr(request, "blog_channel", None) if handle is None else _site(_handles.get(handle))
-    if channel is None:
-        raise Http404("No such blog.")
-    return channel
-
-
-def inline_style(channel: Channel) -> str:
-    """The page's one inline style, the channel's look; the CSP names its hash."""
-    return f":root{{--accent:{channel.accent_color};--image-width:{channel.image_width}px}}"
-
-
-def content_security_policy(style: str, *, form: bool = False) -> str:
-    """`form`: the page has a form, which posts to the page itself."""
-    style_hash = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
-    form_action = "'self'" if form else "'none'"
-    return (
-        # connect-src 'self': tools that audit a page fetch its robots.txt from within it.
-        "default-src 'none'; img-src 'self' https: http:; media-src https: http:; connect-src 'self'; "
-        f"style-src 'self' 'sha256-{style_hash}'; base-uri 'none'; form-action {form_action}; frame-ancestors 'none'"
-    )
-
-
-def _page(
-    request, channel: Channel, template: str, context: dict, *, status: int = 200, form: bool = False
-) -> HttpResponse:
-    """`form`: the page has a form (the policy lets it post to the page's origin)."""
-    style = inline_style(channel)
-    context = {
-        "channel": channel,
-        "blog_url": channel.public_url(),
-        "feed_url": channel.public_url("blog:feed"),
-        "inline_style": style,
-        "time_zone": channel.time_zone,
-        **context,
-    }
-    # An operator may give one blog templates of its own (docs/blog.md): blog/channels/<handle>/post.html
-    # comes before blog/post.html.
-    names = (
-        [f"blog/channels/{channel.handle}/{template.removeprefix('blog/')}", template] if channel.handle else template
-    )
-    with timezone.override(channel.time_zone):
-        response = render(request, names, context, status=status)
-    response["Content-Security-Policy"] = content_security_policy(style, form=form)
-    # Readers who follow a link leave with the blog's origin (not the page), as blogs expect.
-    response["Referrer-Policy"] = "strict-origin-when-cross-origin"
-    return response
-
-
-def _not_found(request, channel: Channel) -> HttpResponse:
-    return _page(request, channel, "blog/404.html", {"title": "Page not found"}, status=404)
 
 
 def not_found(request, exception=None) -> HttpResponse:
@@ -151,48 +46,7 @@ def not_found(request, exception=None) -> HttpResponse:
     channel = getattr(request, "blog_channel", None)
     if channel is None:
         return HttpResponse("Not found.", status=404, content_type="text/plain; charset=utf-8")
-    return pages.public_cache_control(_not_found(request, channel))
-
-
-def _excerpt(post) -> str:
-    return post.teaser or markdown_text(post.body, limit=EXCERPT_LENGTH)
-
-
-def cursors(request) -> tuple[selectors.PageCursor | None, selectors.PageCursor | None]:
-    """The list page's (before, after) cursors; one that is not a cursor is none (the first page)."""
-    before = selectors.PageCursor.parse(request.GET.get("before"))
-    return before, None if before else selectors.PageCursor.parse(request.GET.get("after"))
-
-
-def _listing(
-    request, channel: Channel, *, tag: str | None, before, after, form: SubscribeForm | None = None, status: int = 200
-) -> HttpResponse:
-    """A page of the channel's posts (a newsletter's: its sent editions, under the subscribe form)."""
-    page = selectors.published_page(
-        channel_id=channel.pk, size=settings.BLOG_PAGE_SIZE, before=before, after=after, tag=tag
-    )
-    if not page.posts and (tag is not None or before or after):
-        return _not_found(request, channel)
-    base = channel.public_url("blog:tag", tag=tag) if tag is not None else channel.public_url()
-    for post in page.posts:
-        post.url = channel.post_url(post.slug)
-        post.excerpt = _excerpt(post)
-        post.tag_links = [(name, channel.public_url("blog:tag", tag=name)) for name in post.tag_names]
-    paged = before or after
-    newsletter_index = channel.platform == Platform.NEWSLETTER and tag is None
-    latest = "editions" if channel.platform == Platform.NEWSLETTER else "posts"
-    context = {
-        "posts": page.posts,
-        "tag": tag,
-        "subscribe_form": (form or SubscribeForm()) if newsletter_index else None,
-        "title": f"Posts tagged “{tag}”" if tag is not None else channel.title,
-        "description": channel.description or f"The latest {latest} of {channel.title}.",
-        "canonical": f"{base}?{urlencode({'before' if before else 'after': str(paged)})}" if paged else base,
-        "older_url": f"{base}?{urlencode({'before': str(page.older)})}" if page.older else None,
-        "newer_url": (f"{base}?{urlencode({'after': str(page.newer)})}" if page.newer else base) if paged else None,
-        "noindex": bool(paged),
-    }
-    return _page(request, channel, "blog/index.html", context, status=status, form=newsletter_index)
+    return pages.public_cache_control(not_found_page(request, channel))
 
 
 def resource_of(request, *parts: str) -> str:
@@ -206,7 +60,7 @@ def _list_page(request, channel: Channel, tag: str | None) -> HttpResponse:
     before, after = cursors(request)
     resource = resource_of(request, f"before={before or ''}", f"after={after or ''}")
     return pages.serve(
-        request, channel, resource, lambda: _listing(request, channel, tag=tag, before=before, after=after)
+        request, channel, resource, lambda: listing(request, channel, tag=tag, before=before, after=after)
     )
 
 
@@ -220,7 +74,7 @@ def _list_page(request, channel: Channel, tag: str | None) -> HttpResponse:
 def index(request, handle: str | None = None) -> HttpResponse:
     channel = channel_of(request, handle)
     if request.method == "POST":
-        return _subscribe(request, channel)
+        return subscribe(request, channel)
     return _list_page(request, channel, None)
 
 
@@ -270,7 +124,7 @@ def _post_page(request, channel: Channel, post, *, preview: bool = False) -> Htt
         "preview": preview,
         "noindex": preview,
     }
-    return _page(request, channel, "blog/post.html", context)
+    return page_in_look(request, channel, "blog/post.html", context)
 
 
 @require_safe
@@ -279,7 +133,7 @@ def post(request, slug: str, handle: str | None = None) -> HttpResponse:
 
     def rendered() -> HttpResponse:
         found = selectors.published_post(channel_id=channel.pk, slug=slug)
-        return _not_found(request, channel) if found is None else _post_page(request, channel, found)
+        return not_found_page(request, channel) if found is None else _post_page(request, channel, found)
 
     return pages.serve(request, channel, resource_of(request), rendered)
 
@@ -339,14 +193,7 @@ def robots(request) -> HttpResponse:
     return pages.public_cache_control(response)
 
 
-# --- Newsletters: subscribing on the public page, and the pages the links of their e-mails open ---
-
-
-def _private(response: HttpResponse) -> HttpResponse:
-    """An answer for this visitor only: never cached, never indexed."""
-    response["Cache-Control"] = "private, no-store"
-    response["X-Robots-Tag"] = "noindex"
-    return response
+# --- Newsletters: the subscribe form's post on the index ---
 
 
 def _cross_site(request) -> bool:
@@ -368,10 +215,10 @@ def _subscribe_budget(request) -> ratelimit.Budget:
 
 def _notice(request, channel: Channel, title: str, message: str, *, status: int) -> HttpResponse:
     context = {"title": title, "description": message, "message": message, "noindex": True}
-    return _private(_page(request, channel, "blog/notice.html", context, status=status))
+    return private(page_in_look(request, channel, "blog/notice.html", context, status=status))
 
 
-def _subscribe(request, channel: Channel) -> HttpResponse:
+def subscribe(request, channel: Channel) -> HttpResponse:
     """The subscribe form's post. Whatever the address's state (new, waiting for its confirmation,
     subscribed, unsubscribed, bounced, complained), and for a bot that filled in the honeypot, the
     answer is the same page: it tells nobody who subscribes. What is mailed is the service's choice."""
@@ -395,82 +242,6 @@ def _subscribe(request, channel: Channel) -> HttpResponse:
                 form.add_error("email", error.message)
         if form.errors:
             before, after = cursors(request)
-            return _private(_listing(request, channel, tag=None, before=before, after=after, form=form, status=400))
+            return private(listing(request, channel, tag=None, before=before, after=after, form=form, status=400))
     context = {"title": "Check your inbox", "description": f"Subscribing to {channel.title}.", "noindex": True}
-    return _private(_page(request, channel, "blog/subscribed.html", context))
-
-
-def _subscriber_of(token: str) -> Subscriber | None:
-    return Subscriber.objects.with_token(token).select_related("channel").first()
-
-
-def _is_mailed(subscriber: Subscriber) -> bool:
-    return (
-        subscriber.status == SubscriberStatus.CONFIRMED
-        and newsletter.suppression_of(subscriber.channel, subscriber.email) is None
-    )
-
-
-def _link_page(request, channel: Channel | None, template: str, context: dict, *, status: int = 200) -> HttpResponse:
-    """A page a link of a newsletter's e-mail opens, in the channel's look (a neutral one when the
-    token is nobody's). The path holds the person's token: the page sends no Referer anywhere."""
-    context = {"noindex": True, "description": context["title"], **context}
-    response = _page(request, channel or Channel(title="Newsletter"), template, context, status=status, form=True)
-    response["Referrer-Policy"] = "no-referrer"
-    return _private(response)
-
-
-# The token in the address is the secret that only the subscriber's mailbox has, which is what a
-# CSRF token would prove; without a cookie, a reader whose browser keeps none can still press the
-# button, and a mail client's one-click unsubscribe (RFC 8058) sends no cookie nor token at all.
-@csrf_exempt
-@require_http_methods(["GET", "HEAD", "POST"])
-def newsletter_confirm(request, token: str) -> HttpResponse:
-    """The confirmation e-mail's link. GET (what a mail scanner fetches too) shows a "Confirm"
-    button and changes nothing; its POST confirms."""
-    posted = request.method == "POST"
-    subscriber = newsletter.subscriber_confirm(token=token) if posted else _subscriber_of(token)
-    if subscriber is None:
-        context = {"title": "This link is not valid", "state": "invalid"}
-        return _link_page(request, None, "blog/newsletter_confirm.html", context, status=404)
-    # (posted, mailed from now on): a bounce or a complaint is not lifted by confirming ("refused").
-    states = {(False, False): "ask", (False, True): "already", (True, True): "done", (True, False): "refused"}
-    state = states[posted, _is_mailed(subscriber)]
-    titles = {
-        "ask": f"Confirm your subscription to {subscriber.channel.title}",
-        "already": "You are subscribed",
-        "done": "You are subscribed",
-        "refused": "This address cannot be subscribed",
-    }
-    context = {"title": titles[state], "state": state}
-    return _link_page(request, subscriber.channel, "blog/newsletter_confirm.html", context)
-
-
-@csrf_exempt
-@require_http_methods(["GET", "HEAD", "POST"])
-def newsletter_unsubscribe(request, token: str) -> HttpResponse:
-    """Every edition's unsubscribe link (List-Unsubscribe). GET (what a mail scanner fetches too)
-    shows an "Unsubscribe" button and changes nothing; a POST unsubscribes at once, the button's
-    or a mail client's one-click (body `List-Unsubscribe=One-Click`). A token nobody has (a deleted
-    subscriber's) answers 200 too: nothing is mailed to that address any more."""
-    subscriber = None
-    if token == TEST_TOKEN:  # the Settings area's "Send test" messages: nobody's
-        state = "test"
-    elif request.method == "POST":
-        subscriber = newsletter.subscriber_unsubscribe(token=token)
-        state = "gone" if subscriber is None else "done"
-    else:
-        subscriber = _subscriber_of(token)
-        if subscriber is None:
-            state = "gone"
-        else:
-            state = "already" if subscriber.status == SubscriberStatus.UNSUBSCRIBED else "ask"
-    titles = {
-        "test": "This is a test message's link",
-        "gone": "You are not on the list",
-        "ask": f"Unsubscribe from {subscriber.channel.title}" if subscriber else "",
-        "already": "You are unsubscribed",
-        "done": "You are unsubscribed",
-    }
-    context = {"title": titles[state], "state": state, "subscriber": subscriber}
-    return _link_page(request, subscriber and subscriber.channel, "blog/newsletter_unsubscribe.html", context)
+    return private(page_in_look(request, channel, "blog/subscribed.html", context))

@@ -5,12 +5,12 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.channels.models import SITE_PLATFORMS, Channel, Platform, Team, normalize_domain
-from apps.core.admin import channel_setup
+from apps.core.admin import SettingsModelAdmin, also_read_only, channel_setup
 from apps.core.counts import count_of
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(SettingsModelAdmin):
     list_display = ("name", "account", "channel_count", "created_at")
     list_filter = ("account",)
     search_fields = ("name",)
@@ -26,7 +26,8 @@ class TeamAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         # A team's channels belong to its account; moving the team would mix accounts.
-        return (*self.readonly_fields, "account") if obj else self.readonly_fields
+        fields = super().get_readonly_fields(request, obj)
+        return also_read_only(fields, "account") if obj else fields
 
 
 # A blog channel's public site (apps/blog), which a newsletter has too (its subscribe form and archive):
@@ -98,7 +99,7 @@ class ChannelForm(forms.ModelForm):
 
 
 @admin.register(Channel)
-class ChannelAdmin(admin.ModelAdmin):
+class ChannelAdmin(SettingsModelAdmin):
     form = ChannelForm
     autocomplete_fields = ("team",)
     list_display = ("title", "platform", "team", "account", "posts_count", "site", "updated_at")
@@ -159,11 +160,11 @@ class ChannelAdmin(admin.ModelAdmin):
         return format_html('{} <a class="{}" href="{}">{}</a>{}', link.text, kind, url, link.link_text, warning)
 
     def get_readonly_fields(self, request, obj=None):
-        fields = list(self.readonly_fields)
+        fields = super().get_readonly_fields(request, obj)
         if obj:
             # Moving a channel would hand its posts to another account.
-            fields.append("account")
+            fields = also_read_only(fields, "account")
             if obj.posts.exists():
                 # Posts' statuses and publication records depend on how the channel publishes.
-                fields.append("platform")
+                fields = also_read_only(fields, "platform")
         return fields

@@ -31,7 +31,6 @@ import logging
 import pickle
 import secrets
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +39,8 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.db import DEFAULT_DB_ALIAS, connections, router
 from django.db.backends.signals import connection_created
+
+from apps.core.fail_open import FailOpen
 
 logger = logging.getLogger(__name__)
 
@@ -75,15 +76,20 @@ def configured() -> bool:
     return bool(settings.IS_POSTGRES and settings.API_LOOKUP_CACHE_SECONDS and redis_location())
 
 
-class Shared:
+class Shared(FailOpen):
     """The process's client of the shared Redis (redis-py's public client; its pool is per process
-    and is made anew after a fork), failing open: a failed call pauses its use for RETRY_AFTER
-    seconds, and the deletions that could not be made are kept to be made first thereafter."""
+    and is made anew after a fork), failing open (apps.core.fail_open): a failed call pauses its use
+    for RETRY_AFTER seconds, and the deletions that could not be made are kept to be made first
+    thereafter."""
+
+    retry_after = RETRY_AFTER
+    errors = (redis.RedisError,)
+    logger = logger
 
     def __init__(self) -> None:
+        super().__init__()
         self._client: redis.Redis | None = None
         self._fill: Any = None
-        self.paused_until = 0.0
         self.pending: set[str] = set()
         self._lock = threading.Lock()
         # Keeps separate sets of entries apart (the tests use one each).
@@ -107,25 +113,15 @@ class Shared:
             self._client = None
             self.paused_until = 0.0
 
-    def available(self) -> bool:
-        return time.monotonic() >= self.paused_until
-
-    def failed(self, what: str) -> None:
-        self.paused_until = time.monotonic() + RETRY_AFTER
-        logger.warning("Shared cache unreachable (%s); asking the database for the next %ss", what, RETRY_AFTER)
-
     def call(self, operation: Callable[[redis.Redis], Any], what: str) -> tuple[bool, Any]:
         """(True, result), or (False, None) when Redis could not be reached."""
-        if not self.available():
-            return False, None
-        try:
-            client = self.client()
-            if self.pending:
-                self._flush(client)
-            return True, operation(client)
-        except redis.RedisError:
-            self.failed(what)
-            return False, None
+        return self.attempt(self._run, operation, outage=f"Shared cache unreachable ({what}); asking the database")
+
+    def _run(self, operation: Callable[[redis.Redis], Any]) -> Any:
+        client = self.client()
+        if self.pending:
+            self._flush(client)
+        return operation(client)
 
     def fill(self, key: str, lease: bytes, value: bytes, ttl: int) -> None:
         self.call(lambda client: self._fill(keys=[key], args=[lease, value, ttl], client=client), "fill")

@@ -95,35 +95,46 @@ def _too_deep_container(text: str) -> tuple[str | None, int, int]:
     """(path, start, end) of the first container nested deeper than MAX_DEPTH, by one pass over the
     strings and structural tokens: end is where that container closes (len(text) if it never does)."""
     stack: list[list] = []  # per open container: [kind, key or index of the current child, key expected]
-    start = None
+    path, start, depth_at_start = None, None, None
     for token in _TOKENS.finditer(text):
         char = token.group()[0]
         if char in "[{":
             if len(stack) == MAX_DEPTH and start is None:
-                path = None
-                for _, key, _ in stack:
-                    path = child_path(path, key)
-                start, depth_at_start = token.start(), len(stack)
+                path, start, depth_at_start = _path_of(stack), token.start(), len(stack)
             stack.append(["[", 0, False] if char == "[" else ["{", "", True])
         elif char in "]}":
             if stack:
                 stack.pop()
             if start is not None and len(stack) == depth_at_start:
                 return path, start, token.end()
-        elif char == ",":
-            if stack and stack[-1][0] == "[":
-                stack[-1][1] += 1
-            elif stack:
-                stack[-1][2] = True
-        elif stack and stack[-1][0] == "{" and stack[-1][2]:  # a key
-            try:
-                stack[-1][1] = json.loads(token.group())
-            except ValueError:
-                stack[-1][1] = token.group()[1:-1]
-            stack[-1][2] = False
+        elif stack:
+            _advance(stack[-1], token.group())
     if start is not None:
         return path, start, len(text)
     return None, 0, 0
+
+
+def _path_of(stack: list[list]) -> str | None:
+    path = None
+    for _, key, _ in stack:
+        path = child_path(path, key)
+    return path
+
+
+def _advance(container: list, token: str) -> None:
+    """A comma or a string in the innermost open container: after a comma an array is at its next
+    index and an object expects a key; a string where a key is expected is the current key."""
+    if token[0] == ",":
+        if container[0] == "[":
+            container[1] += 1
+        else:
+            container[2] = True
+    elif container[0] == "{" and container[2]:
+        try:
+            container[1] = json.loads(token)
+        except ValueError:
+            container[1] = token[1:-1]
+        container[2] = False
 
 
 def problems(value, field: str | None = None, *, limit: int = 20) -> list[dict]:

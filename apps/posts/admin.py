@@ -12,7 +12,15 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from apps.channels.models import Platform
-from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin, post_preview, run_on_selected
+from apps.core.admin import (
+    DomainErrorsAsMessages,
+    ObjectButton,
+    ObjectButtonsAdmin,
+    SettingsModelAdmin,
+    also_read_only,
+    post_preview,
+    run_on_selected,
+)
 from apps.core.errors import DomainError
 from apps.core.http import content_length
 from apps.core.markdown import render_markdown
@@ -41,7 +49,7 @@ RECENT_JOBS = 5
 
 
 @admin.register(Tag)
-class TagAdmin(admin.ModelAdmin):
+class TagAdmin(SettingsModelAdmin):
     list_display = ("name", "account", "created_at")
     list_filter = ("account",)
     search_fields = ("name",)
@@ -53,6 +61,19 @@ class MediaInline(admin.TabularInline):
     fields = ("position", *MEDIA_INPUT_FIELDS)
     extra = 0
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+    def get_formset(self, request, obj=None, **kwargs):
+        formset = super().get_formset(request, obj, **kwargs)
+
+        class HandedToThePost(formset):
+            """Hands itself to its post: PostAdmin.save_model gives the media to the posts service
+            with the rest of the content, in one change."""
+
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.instance.media_formset = self
+
+        return HandedToThePost
 
 
 class ApiPublicationInline(admin.StackedInline):
@@ -142,6 +163,10 @@ def _publish_now(post: Post) -> Post:
     return post_publish_now(post_id=post.pk)
 
 
+# What a user without articles.publish may not change on a post's page (apps/settings_area/access.py).
+PUBLICATION_FIELDS = ("publication_status", "scheduled_at")
+
+
 @admin.register(Post)
 class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     form = PostForm
@@ -179,6 +204,7 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
             _publish_now,
             "Publishing: a blog post is published now; a git or LinkedIn post once its destination confirms "
             "(see Publication below); an api post awaits the external system.",
+            permission="publish",
         ),
     )
 
@@ -271,7 +297,13 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
         for post_id in queryset.values_list("pk", flat=True):
             post_delete(post_id=post_id)
 
-    @admin.action(description="Publish now (blog: now; git and LinkedIn: through their destination)")
+    def has_publish_permission(self, request, obj=None) -> bool:
+        """Publish, schedule and unpublish: articles.publish."""
+        return request.user.has_perm(f"{self.opts.app_label}.publish_{self.opts.model_name}")
+
+    @admin.action(
+        description="Publish now (blog: now; git and LinkedIn: through their destination)", permissions=["publish"]
+    )
     def publish_now(self, request, queryset):
         self._run_on_selected(request, queryset, _publish_now, "handed over for publishing")
 
@@ -284,28 +316,20 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
         return obj.channel.team.name if obj.channel.team else "—"
 
     def get_readonly_fields(self, request, obj=None):
+        fields = super().get_readonly_fields(request, obj)
+        if not self.has_publish_permission(request, obj):
+            fields = also_read_only(fields, *PUBLICATION_FIELDS)
         # A post stays in its channel: its status and record depend on the channel's platform.
-        return (*self.readonly_fields, "channel") if obj else self.readonly_fields
+        return also_read_only(fields, "channel") if obj else fields
 
     def save_model(self, request, obj, form, change):
-        """Saved in save_related, through the services, once the inlines are known too."""
-
-    def save_related(self, request, form, formsets, change):
+        """The post through the services: its content (tags and media too) in one change, then its
+        status where the page changed it."""
+        post = self._save_content(obj, form, change)
         data = form.cleaned_data
-        # Only what the page showed: a part the editor could not see (no permission for the
-        # media inline, say) is left as it is, not emptied.
-        content = {name: data[name] for name in (*CONTENT_FIELDS, "tags") if name in data}
-        media_formset = next((formset for formset in formsets if formset.model is Media), None)
-        if media_formset is not None:
-            content["media"] = media_inputs(media_formset)
-        if change:
-            post, form.service_changes = post_update_content(post=form.instance, **content)
-        else:
-            post = post_create(channel=data["channel"], **content)
-            form.instance.pk, form.instance._state.adding = post.pk, False
         if "publication_status" not in data:
-            return
-        if change and not {"publication_status", "scheduled_at"} & set(form.changed_data):
+            return  # not on the page (no articles.publish)
+        if change and not set(PUBLICATION_FIELDS) & set(form.changed_data):
             return
         try:
             post_set_status(post_id=post.pk, status=data["publication_status"], scheduled_at=data.get("scheduled_at"))
@@ -315,6 +339,25 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
         else:
             if change:
                 form.service_changes.append("publication_status")
+
+    @staticmethod
+    def _save_content(obj: Post, form, change: bool) -> Post:
+        data = form.cleaned_data
+        # Only what the page showed: a part the editor could not see (no permission for the
+        # media inline, say) is left as it is, not emptied.
+        content = {name: data[name] for name in (*CONTENT_FIELDS, "tags") if name in data}
+        media_formset = getattr(obj, "media_formset", None)
+        if media_formset is not None:
+            content["media"] = media_inputs(media_formset)
+        if change:
+            post, form.service_changes = post_update_content(post=obj, **content)
+            return post
+        post = post_create(channel=data["channel"], **content)
+        obj.pk, obj._state.adding = post.pk, False
+        return post
+
+    def save_related(self, request, form, formsets, change):
+        """Nothing: save_model gave the tags and media to the service with the rest of the post."""
 
     def construct_change_message(self, request, form, formsets, add=False):
         if add:
@@ -326,17 +369,19 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
         selected = queryset.select_related("channel__account")
         run_on_selected(self, request, selected, service, done=f"{{count}} post(s) {done}.", label=_quoted_title)
 
-    @admin.action(description="Hand over to the external system (publishing_pending; api channels)")
+    @admin.action(
+        description="Hand over to the external system (publishing_pending; api channels)", permissions=["publish"]
+    )
     def mark_publishing_pending(self, request, queryset):
         self._run_on_selected(
             request, queryset, lambda post: post_mark_publishing_pending(post_id=post.pk), "now await publication"
         )
 
-    @admin.action(description="Confirm publication (as the publish endpoint; api channels)")
+    @admin.action(description="Confirm publication (as the publish endpoint; api channels)", permissions=["publish"])
     def confirm_publication(self, request, queryset):
         self._run_on_selected(request, queryset, _as_the_endpoint(post_publish), "published")
 
-    @admin.action(description="Unpublish to draft (as the unpublish endpoint; api channels)")
+    @admin.action(description="Unpublish to draft (as the unpublish endpoint; api channels)", permissions=["publish"])
     def unpublish(self, request, queryset):
         self._run_on_selected(request, queryset, _as_the_endpoint(post_unpublish), "unpublished")
 

@@ -17,12 +17,12 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from apps.channels.models import DESTINATION_PLATFORMS, Platform
+from apps.posts.events import PostEvent
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.serializers import posts_webhook_data
 from apps.posts.services import posts_hand_over, posts_put
 from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.services import JobInput, jobs_enqueue
-from apps.webhooks.models import EventKind
 from apps.webhooks.services import EventInput, events_emit
 
 logger = logging.getLogger(__name__)
@@ -86,10 +86,10 @@ def _move_batch(
     ]
     if external:
         posts_hand_over(post_ids=external, now=now)
-        _emit(EventKind.POST_PUBLISHING_PENDING, external, channels)
+        _emit(PostEvent.PUBLISHING_PENDING, external, channels)
     if direct:
         posts_put(post_ids=direct, status=PublicationStatus.PUBLISHED, now=now)
-        _emit(EventKind.POST_PUBLISHED, direct, channels)
+        _emit(PostEvent.PUBLISHED, direct, channels)
     # A post whose publication already waits in a queued job (its "Publish now", waiting for a
     # retry) gets no second one (jobs_enqueue), and is not counted as handed over.
     handed = []

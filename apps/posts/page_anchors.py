@@ -21,12 +21,12 @@ transaction they are read but never made (it may see writes of its own that are 
 
 import logging
 import struct
-import time
 
 from django.core.cache import caches
 from django.db import connection
 
 from apps.channels.models import Channel
+from apps.core.fail_open import FailOpen
 from apps.posts.models import Post
 
 logger = logging.getLogger(__name__)
@@ -50,26 +50,23 @@ UNNAMED = 0
 RETRY_AFTER = 5.0
 
 
-class AnchorStore:
+class AnchorStore(FailOpen):
     """The anchors in the default cache, failing open. `namespace` keeps separate sets apart."""
 
+    outage = "Cache unreachable; deep pages read without anchors"
+    retry_after = RETRY_AFTER
+    logger = logger
+
     def __init__(self, namespace: str = "post-anchors") -> None:
+        super().__init__()
         self.namespace = namespace
-        self.paused_until = 0.0
 
     def key(self, channel_id: int, version: int, chunk: int | str) -> str:
         return f"{self.namespace}:{channel_id}:{version}:{chunk}"
 
     def call(self, operation, *args):
         """`operation(cache, *args)`, or None when the cache is unreachable (or was, moments ago)."""
-        if time.monotonic() < self.paused_until:
-            return None
-        try:
-            return operation(caches["default"], *args)
-        except Exception:
-            self.paused_until = time.monotonic() + RETRY_AFTER
-            logger.warning("Cache unreachable; deep pages read without anchors for the next %ss", RETRY_AFTER)
-            return None
+        return self.attempt(lambda: operation(caches["default"], *args))[1]
 
 
 store = AnchorStore()

@@ -57,6 +57,6 @@ class PublicationJobAdmin(ObjectButtonsAdmin):
         url = reverse("admin:posts_post_change", args=[job.post_id], current_app=self.admin_site.name)
         return format_html('<a href="{}">{}</a> (post {})', url, job.title, job.post_id)
 
-    @admin.action(description="Retry the selected jobs now")
+    @admin.action(description="Retry the selected jobs now", permissions=["change"])
     def retry_selected(self, request, queryset):
         run_on_selected(self, request, queryset, retry, done="{count} job(s) queued to run now.", label=str)

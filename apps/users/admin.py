@@ -3,7 +3,7 @@ from django.contrib import admin
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from apps.core.admin import DomainErrorsAsMessages, run_on_selected
+from apps.core.admin import DomainErrorsAsMessages, SettingsModelAdmin, also_read_only, run_on_selected
 from apps.core.step_up import StepUp
 from apps.users.models import Permission, Status, User
 from apps.users.services import UPDATABLE_FIELDS, user_create, user_delete, user_invite, user_update
@@ -53,15 +53,17 @@ class UserChangeForm(forms.ModelForm):
         )
 
 
-# Access follows the role (User.admin_area), so Django's groups have nothing to grant.
+# Access follows the role and the permissions (User.admin_area, has_perm), so Django's groups have
+# nothing to grant.
 if admin.site.is_registered(Group):
     admin.site.unregister(Group)
 
 
 @admin.register(User)
-class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
+class UserAdmin(DomainErrorsAsMessages, SettingsModelAdmin):
     """Changes go through the same services as the API: last-admin protection, validation and the
-    user.* webhook events. No form offers a privilege field: admin access follows the role."""
+    user.* webhook events, and nobody grants a role or permission they do not hold. No form offers
+    a privilege field: admin access follows the role and the permissions (apps/settings_area/access.py)."""
 
     list_display = ("email", "name", "account", "role", "status", "permission_list", "last_login")
     list_filter = ("role", "status", "account")
@@ -95,8 +97,12 @@ class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
         return self.fieldsets if obj else self.add_fieldsets
 
     def get_readonly_fields(self, request, obj=None):
-        # The e-mail is the sign-in name and the organization is fixed once the user exists.
-        return (*self.readonly_fields, "email", "account") if obj else ()
+        # The e-mail is the sign-in name and the account is fixed once the user exists.
+        fields = super().get_readonly_fields(request, obj)
+        if obj is None:
+            # A user to be has no dates yet (the scoping may have added their account).
+            return tuple(name for name in fields if name not in self.readonly_fields)
+        return also_read_only(fields, "email", "account")
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
@@ -109,12 +115,13 @@ class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
                 permissions=data["permissions"] or None,
                 metadata=data["metadata"],
                 send_invitation=data["send_invitation"],
+                granted_by=request.user,
             )
             obj.pk, obj._state.adding = created.pk, False
             return
         governed = {field: data[field] for field in form.changed_data if field in UPDATABLE_FIELDS}
         if governed:
-            user_update(user=obj, **governed)
+            user_update(user=obj, granted_by=request.user, **governed)
 
     def delete_model(self, request, obj):
         user_delete(user=obj)
@@ -128,14 +135,14 @@ class UserAdmin(DomainErrorsAsMessages, admin.ModelAdmin):
     def _each(self, request, queryset, change, done: str) -> None:
         run_on_selected(self, request, queryset, change, done=f"{done} {{count}} user(s).", label=_email)
 
-    @admin.action(description="Suspend selected users")
+    @admin.action(description="Suspend selected users", permissions=["change"])
     def suspend_selected(self, request, queryset):
         self._each(request, queryset, lambda user: user_update(user=user, status=Status.SUSPENDED), "Suspended")
 
-    @admin.action(description="Activate selected users")
+    @admin.action(description="Activate selected users", permissions=["change"])
     def activate_selected(self, request, queryset):
         self._each(request, queryset, lambda user: user_update(user=user, status=Status.ACTIVE), "Activated")
 
-    @admin.action(description="Send the invitation e-mail again")
+    @admin.action(description="Send the invitation e-mail again", permissions=["change"])
     def resend_invitation(self, request, queryset):
         self._each(request, queryset, lambda user: user_invite(user=user), "Sent an invitation to")

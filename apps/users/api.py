@@ -14,6 +14,7 @@ from apps.api.pagination import PagePagination
 from apps.api.permissions import HasRequiredScope, IsAccountAdmin, require_account_admin
 from apps.api.request_fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSerializer
 from apps.api.schema import common_errors, error, user_events
+from apps.users.events import UserEvent
 from apps.users.models import (
     LANGUAGE_TAG,
     LANGUAGE_TAG_MAX_LENGTH,
@@ -35,18 +36,16 @@ from apps.users.serializers import (
     UserListItemSerializer,
 )
 from apps.users.services import profile_update, user_create, user_delete, user_update
-from apps.webhooks.models import EventKind
 
 FORBIDDEN = error(
-    "The key lacks the operation's scope (the message names it), or the key's owner is not an admin of the "
-    "organization.",
+    "The key lacks the operation's scope (the message names it), or the key's owner is not an admin of the account.",
     "insufficient_scope",
     "admin_required",
 )
 READ_USERS = {"GET": Scope.READ_USERS}
 WRITE_USERS = {method: Scope.WRITE_USERS for method in ("POST", "PUT", "DELETE")}
 LAST_ADMIN = error(
-    "The change would leave the organization without an active admin, or sets a user back to `invited`.",
+    "The change would leave the account without an active admin, or sets a user back to `invited`.",
     "last_admin",
     "invalid_status",
 )
@@ -66,7 +65,7 @@ class UsersPagination(PagePagination):
 
 
 def account_user(request, user_id: str) -> User:
-    """The user with this id in the key's account; another organization's user is not found."""
+    """The user with this id in the key's account; another account's user is not found."""
     user = user_of_account(account_id=request.auth.account_id, user_id=user_id)
     if user is None:
         raise NotFound()
@@ -169,7 +168,7 @@ class ProfileView(APIView):
         description="Every field is optional: only the fields given change (an empty object changes nothing). "
         "`timezone` is an IANA zone name, `language` a BCP 47 language tag. Unknown fields are rejected.",
         request=ProfileUpdateSerializer,
-        callbacks=user_events(EventKind.USER_UPDATED),
+        callbacks=user_events(UserEvent.UPDATED),
         responses={200: ProfileSerializer, **common_errors(scope=False, bad_request=True)},
         tags=["users"],
     )
@@ -193,7 +192,7 @@ class UsersView(generics.ListAPIView):
 
     @extend_schema(
         operation_id="users_list",
-        summary="List the organization's users (admin only), in creation order.",
+        summary="List the account's users (admin only), in creation order.",
         description="Scope `read:users`. Paginated with `page` and `per_page` or its shorthand `limit` (the "
         "spec's name here), answered as `pagination` with `page`, `limit`, `total` and `pages`.",
         parameters=[UserFilterSerializer],
@@ -209,13 +208,13 @@ class UsersView(generics.ListAPIView):
 
     @extend_schema(
         operation_id="users_create",
-        summary="Create a user in the organization (admin only), by default with an invitation e-mail.",
+        summary="Create a user in the account (admin only), by default with an invitation e-mail.",
         description="Scope `write:users`. `email` and `name` are required. The e-mail is unique across the "
         "service (any case). "
         "With `send_invitation` (default true) the user is `invited` and gets an e-mail with a one-time link "
         "to set a password; otherwise the user is `active` at once and `invitation_sent_at` is null.",
         request=UserCreateSerializer,
-        callbacks=user_events(EventKind.USER_CREATED),
+        callbacks=user_events(UserEvent.CREATED),
         responses={
             201: UserCreatedSerializer,
             403: FORBIDDEN,
@@ -239,7 +238,7 @@ class UserDetailView(APIView):
 
     @extend_schema(
         operation_id="users_get",
-        summary="Get a user of the organization. Admins may read anyone; other users only themselves.",
+        summary="Get a user of the account. Admins may read anyone; other users only themselves.",
         description="Scope `read:users`.",
         responses={
             200: UserDetailSerializer,
@@ -259,10 +258,10 @@ class UserDetailView(APIView):
         summary="Update a user's name, role, status, permissions or metadata (admin only).",
         description="Scope `write:users`. Every field is optional: only the fields given change. A new `role` "
         "resets `permissions` "
-        "to the role's defaults unless `permissions` are given too. The organization's last active admin "
+        "to the role's defaults unless `permissions` are given too. The account's last active admin "
         "cannot be demoted, made inactive or suspended (`last_admin`). Returns the updated user.",
         request=UserUpdateSerializer,
-        callbacks=user_events(EventKind.USER_UPDATED, EventKind.USER_ROLE_CHANGED),
+        callbacks=user_events(UserEvent.UPDATED, UserEvent.ROLE_CHANGED),
         responses={
             200: UserDetailSerializer,
             403: FORBIDDEN,
@@ -282,11 +281,11 @@ class UserDetailView(APIView):
         operation_id="users_delete",
         summary="Delete a user (admin only); the user's API keys stop working at once.",
         description="Scope `write:users`.",
-        callbacks=user_events(EventKind.USER_DELETED),
+        callbacks=user_events(UserEvent.DELETED),
         responses={
             204: OpenApiResponse(description="Deleted."),
             403: FORBIDDEN,
-            422: error("The user is the organization's last active admin.", "last_admin"),
+            422: error("The user is the account's last active admin.", "last_admin"),
             **common_errors(scope=False, not_found=True),
         },
         tags=["users"],

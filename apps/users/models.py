@@ -4,6 +4,7 @@ import zoneinfo
 from datetime import datetime
 from functools import cache
 
+from django.contrib.auth import get_backends
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
@@ -53,46 +54,10 @@ class Permission(models.TextChoices):
     SYSTEM_API_KEYS = "system.api_keys"
 
 
-# What each kind of user may do in the admin (the Settings area), as Django's model permissions
-# ("app_label.model": actions). The operator may do everything; a model missing here is out of
-# an account user's reach, so a model added later stays hidden until it is listed.
-_ALL = frozenset({"view", "add", "change", "delete"})
-_VIEW = frozenset({"view"})
-_CONTENT = {
-    "posts.post": _ALL,
-    "posts.tag": _ALL,
-    "posts.media": _ALL,
-    "posts.apipublication": _VIEW,
-    # Jobs are written by the pipeline only; "change" is the "Retry now" of a failed one.
-    "publishing.publicationjob": frozenset({"view", "change"}),
-}
-ADMIN_AREA: dict[str, dict[str, frozenset[str]]] = {
-    Role.ADMIN: {
-        **_CONTENT,
-        "channels.channel": _ALL,
-        "channels.team": _ALL,
-        "users.user": _ALL,
-        # Keys are revoked, not deleted, so that their use stays on record.
-        "accounts.apikey": frozenset({"view", "add", "change"}),
-        "accounts.ssotoken": _VIEW,
-        "webhooks.webhookendpoint": _ALL,
-        "webhooks.delivery": _VIEW,
-        "webhooks.attempt": _VIEW,
-        # Where a channel publishes, with its credentials: the account's admins only.
-        "publishing_git.gitdestination": _ALL,
-        "publishing_linkedin.linkedinconnection": _ALL,
-        # A newsletter's readers: their addresses are personal data, the account's admins' alone
-        # (editors preview an edition and send themselves a test from the post's page). Subscribers
-        # are added, imported and erased, never edited; a suppression is lifted ("delete") with a
-        # reason; an edition's "change" is "Send to uncertain".
-        "publishing_newsletter.newsletter": frozenset({"view", "add", "change"}),
-        "publishing_newsletter.subscriber": frozenset({"view", "add", "delete"}),
-        "publishing_newsletter.suppression": frozenset({"view", "delete"}),
-        "publishing_newsletter.edition": frozenset({"view", "change"}),
-    },
-    # Editors pick a post's channel, so they see channels and teams without changing them.
-    Role.EDITOR: {**_CONTENT, "channels.channel": _VIEW, "channels.team": _VIEW},
-}
+# Who enters the admin (the Settings area) follows the role: an account's admins get its Settings
+# area, its editors its content (the header says which); viewers get none. What they may do there
+# follows their permissions (apps/settings_area/access.py), the role giving only the defaults.
+AREA_ROLES = (Role.ADMIN, Role.EDITOR)
 OPERATOR = "operator"
 
 ROLE_DEFAULT_PERMISSIONS: dict[str, list[str]] = {
@@ -226,12 +191,13 @@ class UserManager(BaseUserManager):
 
 
 class User(AbstractBaseUser):
-    """A person: a member of an account (the Users API; the admin by role), or an operator of the
-    service (superuser, no account).
+    """A person: a member of an account (the Users API; the admin by role and permissions), or an
+    operator of the service (superuser, no account).
 
-    Admin access is never stored per user: `is_staff` and `has_perm` follow the role and status
-    on every request (ADMIN_AREA), so there is no flag, group or permission to tick by hand, and
-    a suspension or a change of role takes effect at the user's next request.
+    Admin access is read on every request: `is_staff` follows the role and status (AREA_ROLES),
+    `has_perm` the user's `permissions` (the Settings area's access table,
+    apps/settings_area/access.py), so there is no flag or group to tick by hand, and a suspension or
+    a change of role or permissions takes effect at the next request.
     """
 
     account = models.ForeignKey(
@@ -293,7 +259,7 @@ class User(AbstractBaseUser):
             return None
         if self.is_superuser:
             return OPERATOR
-        if self.account_id is not None and self.role in ADMIN_AREA:
+        if self.account_id is not None and self.role in AREA_ROLES:
             return self.role
         return None
 
@@ -302,20 +268,19 @@ class User(AbstractBaseUser):
         # What Django's admin asks before every page.
         return self.admin_area is not None
 
+    # As PermissionsMixin does, without its tables: the authentication backends answer (the
+    # Settings area's AccessBackend, from its access table).
     def has_perm(self, perm: str, obj=None) -> bool:
-        area = self.admin_area
-        if area == OPERATOR:
-            return True
-        app_label, _, codename = perm.partition(".")
-        action, _, model = codename.partition("_")
-        return action in ADMIN_AREA.get(area, {}).get(f"{app_label}.{model}", ())
+        return any(hasattr(backend, "has_perm") and backend.has_perm(self, perm, obj) for backend in get_backends())
 
     def has_perms(self, perm_list, obj=None) -> bool:
         return all(self.has_perm(perm, obj) for perm in perm_list)
 
     def has_module_perms(self, app_label: str) -> bool:
-        area = self.admin_area
-        return area == OPERATOR or any(label.startswith(f"{app_label}.") for label in ADMIN_AREA.get(area, {}))
+        return any(
+            hasattr(backend, "has_module_perms") and backend.has_module_perms(self, app_label)
+            for backend in get_backends()
+        )
 
     def clean(self) -> None:
         super().clean()

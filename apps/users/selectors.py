@@ -1,5 +1,5 @@
 """Reads of users that more than one caller shares. Every lookup is within one account: another
-organization's user is never found."""
+account's user is never found."""
 
 from django.db.models import Q, QuerySet
 

@@ -3,8 +3,8 @@ webhook payload `data.user` is all of it (`user_payload`). Nothing secret is eve
 
 from rest_framework import serializers
 
+from apps.users.events import UserEvent
 from apps.users.models import LoginMethod, Permission, User
-from apps.webhooks.models import EventKind
 
 
 class OrganizationSerializer(serializers.Serializer):
@@ -106,7 +106,7 @@ class UserEventDataSerializer(serializers.Serializer):
     )
 
 
-USER_EVENT_KINDS = [kind for kind in EventKind.values if kind.startswith("user.")]
+USER_EVENT_KINDS = UserEvent.values
 
 
 class UserEventSerializer(serializers.Serializer):

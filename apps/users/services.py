@@ -1,4 +1,4 @@
-"""Every change to a user: creation (with an invitation e-mail), updates under the organization's
+"""Every change to a user: creation (with an invitation e-mail), updates under the account's
 rules, deletion, invitation acceptance and sign-ins. Each writes its user.* webhook event in the
 same transaction as the change."""
 
@@ -21,11 +21,13 @@ from django.utils.http import urlsafe_base64_encode
 
 from apps.accounts.models import Account
 from apps.core.errors import Conflict, DomainError, Unavailable
+from apps.core.keep import KEEP, Keep
 from apps.core.mail import tell, tell_account_admins
 from apps.core.validation import invalid_from_django
+from apps.users.events import UserEvent
+from apps.users.grants import check_grant
 from apps.users.models import Role, Status, User, canonical_permissions
 from apps.users.serializers import user_payload
-from apps.webhooks.models import EventKind
 from apps.webhooks.services import event_emit
 
 logger = logging.getLogger(__name__)
@@ -45,7 +47,7 @@ INVITATION_SALT = "users.invitation"
 
 
 def _emit(user: User, kind: str, **data) -> None:
-    # Site operators belong to no organization, so there is no account to send their events to.
+    # Site operators belong to no account, so there is no account to send their events to.
     if user.account_id is not None:
         event_emit(account=user.account, kind=kind, data={"user": user_payload(user), **data})
 
@@ -61,11 +63,11 @@ def _validate(user: User, fields: Iterable[str]) -> None:
 
 
 def _lock(user: User) -> User:
-    """Lock the user's organization, then the user, and return the user as stored.
+    """Lock the user's account, then the user, and return the user as stored.
 
-    Every change that can remove an active admin takes the organization's row lock first, so two
-    concurrent demotions (or deletions) of an organization's last two admins are serialized and
-    the second sees the first; the fixed order (organization, then user) rules out deadlocks.
+    Every change that can remove an active admin takes the account's row lock first, so two
+    concurrent demotions (or deletions) of an account's last two admins are serialized and
+    the second sees the first; the fixed order (account, then user) rules out deadlocks.
     """
     if user.account_id is not None:
         Account.objects.select_for_update().only("pk").get(pk=user.account_id)
@@ -76,7 +78,7 @@ def _ensure_another_active_admin(user: User, action: str) -> None:
     others = User.objects.active_admins().filter(account_id=user.account_id).exclude(pk=user.pk)
     if user.account_id is not None and not others.exists():
         raise DomainError(
-            f"{user.email} is the organization's last active admin and cannot be {action}; "
+            f"{user.email} is the account's last active admin and cannot be {action}; "
             "make another user an active admin first.",
             code="last_admin",
         )
@@ -154,7 +156,7 @@ def user_invite(*, user: User) -> User:
     if user.status != Status.INVITED:
         raise DomainError(f"{user.email} is {user.status}, not invited.", code="invalid_status")
     _send_invitation(user)
-    _emit(user, EventKind.USER_UPDATED, changed=["invitation_sent_at"])
+    _emit(user, UserEvent.UPDATED, changed=["invitation_sent_at"])
     return user
 
 
@@ -170,7 +172,7 @@ def invitation_accept(*, token: str, password: str) -> User:
         raise DomainError("This invitation link is invalid, expired or already used.", code="invitation_invalid")
     user.accept_invitation(password)
     user.save(update_fields=["password", "status", "updated_at"])
-    _emit(user, EventKind.USER_UPDATED, changed=["status"])
+    _emit(user, UserEvent.UPDATED, changed=["status"])
     return user
 
 
@@ -219,10 +221,12 @@ def user_create(
     permissions: list[str] | None = None,
     metadata: dict | None = None,
     send_invitation: bool = True,
+    granted_by: User | None = None,
 ) -> User:
-    """Create a member of the organization. With an invitation the user is `invited` until they
+    """Create a member of the account. With an invitation the user is `invited` until they
     set a password through the e-mailed link; without one they are `active` at once (and sign in
-    through SSO until they have a password)."""
+    through SSO until they have a password). A person (`granted_by`) gives no role or permission
+    they do not hold."""
     email = User.objects.normalize_email(email.strip()).lower()
     conflict = Conflict(f"A user with the e-mail {email} already exists.", code="email_taken")
     if User.objects.filter(email__iexact=email).exists():
@@ -231,6 +235,7 @@ def user_create(
     user.set_role(role, permissions)
     user.set_unusable_password()
     _validate(user, ("email", "name", "role", "permissions", "metadata"))
+    check_grant(granted_by, role=user.role, added=user.permissions)
     try:
         with transaction.atomic():
             user.save()
@@ -238,7 +243,7 @@ def user_create(
         raise conflict from None
     if send_invitation:
         _send_invitation(user)
-    _emit(user, EventKind.USER_CREATED)
+    _emit(user, UserEvent.CREATED)
     return user
 
 
@@ -246,70 +251,88 @@ def user_create(
 def user_update(
     *,
     user: User,
-    name: str | None = None,
-    role: str | None = None,
-    status: str | None = None,
-    permissions: list[str] | None = None,
-    metadata: dict | None = None,
-    timezone: str | None = None,
-    language: str | None = None,
-    notification_preferences: dict | None = None,
+    name: str | Keep = KEEP,
+    role: str | Keep = KEEP,
+    status: str | Keep = KEEP,
+    permissions: list[str] | Keep = KEEP,
+    metadata: dict | Keep = KEEP,
+    timezone: str | Keep = KEEP,
+    language: str | Keep = KEEP,
+    notification_preferences: dict | Keep = KEEP,
+    granted_by: User | None = None,
 ) -> User:
-    """Change the given fields (None leaves a field as it is).
+    """Change the given fields (KEEP, the default, leaves a field as it is).
 
     A new role resets the permissions to the role's defaults unless permissions are given too.
     `notification_preferences` may name only some channels; the others keep their setting. The
-    last active admin of an organization can be neither demoted nor deactivated. Nothing changed,
-    nothing sent; otherwise user.updated (listing the changed fields) and, for a new role,
-    user.role_changed.
+    last active admin of an account can be neither demoted nor deactivated, and a person
+    (`granted_by`) gives no role or permission they do not hold. Nothing changed, nothing sent;
+    otherwise user.updated (listing the changed fields) and, for a new role, user.role_changed.
     """
     user = _lock(user)
     before = {field: getattr(user, field) for field in UPDATABLE_FIELDS}
     was_active_admin = user.is_active_admin
-    if name is not None:
-        user.name = name.strip()
-    if role is not None and role != user.role:
-        user.set_role(role, permissions)
-    elif permissions is not None:
+    _apply_access(user, role=role, status=status, permissions=permissions)
+    _apply_profile(
+        user,
+        name=name,
+        metadata=metadata,
+        timezone=timezone,
+        language=language,
+        notification_preferences=notification_preferences,
+    )
+    changed = [field for field in UPDATABLE_FIELDS if getattr(user, field) != before[field]]
+    if not changed:
+        return user
+    _validate(user, changed)
+    check_grant(
+        granted_by,
+        role=user.role if "role" in changed else None,
+        added=set(user.permissions) - set(before["permissions"]),
+    )
+    if was_active_admin and not user.is_active_admin:
+        _ensure_another_active_admin(user, "demoted" if "role" in changed else f"made {user.status}")
+    user.save(update_fields=[*changed, "updated_at"])
+    _emit(user, UserEvent.UPDATED, changed=changed)
+    if "role" in changed:
+        _emit(user, UserEvent.ROLE_CHANGED, old_role=before["role"], new_role=user.role)
+    return user
+
+
+def _apply_access(user: User, *, role: str | Keep, status: str | Keep, permissions: list[str] | Keep) -> None:
+    if role is not KEEP and role != user.role:
+        user.set_role(role, None if permissions is KEEP else permissions)
+    elif permissions is not KEEP:
         user.permissions = canonical_permissions(permissions)
-    if status is not None and status != user.status:
+    if status is not KEEP and status != user.status:
         if status == Status.INVITED:
             raise DomainError(
                 "A user cannot be set back to invited; send an invitation to an invited user instead.",
                 code="invalid_status",
             )
         user.status = status
-    if metadata is not None:
-        user.metadata = metadata
-    if timezone is not None:
-        user.timezone = timezone
-    if language is not None:
-        user.language = language
-    if notification_preferences is not None:
+
+
+def _apply_profile(user: User, *, name: str | Keep, notification_preferences: dict | Keep, **fields) -> None:
+    if name is not KEEP:
+        user.name = name.strip()
+    for field, value in fields.items():
+        if value is not KEEP:
+            setattr(user, field, value)
+    if notification_preferences is not KEEP:
         user.notification_preferences = {**user.notification_preferences, **notification_preferences}
-    changed = [field for field in UPDATABLE_FIELDS if getattr(user, field) != before[field]]
-    if not changed:
-        return user
-    _validate(user, changed)
-    if was_active_admin and not user.is_active_admin:
-        _ensure_another_active_admin(user, "demoted" if "role" in changed else f"made {user.status}")
-    user.save(update_fields=[*changed, "updated_at"])
-    _emit(user, EventKind.USER_UPDATED, changed=changed)
-    if "role" in changed:
-        _emit(user, EventKind.USER_ROLE_CHANGED, old_role=before["role"], new_role=user.role)
-    return user
 
 
 @transaction.atomic
 def profile_update(
     *,
     user: User,
-    name: str | None = None,
-    timezone: str | None = None,
-    language: str | None = None,
-    notification_preferences: dict | None = None,
+    name: str | Keep = KEEP,
+    timezone: str | Keep = KEEP,
+    language: str | Keep = KEEP,
+    notification_preferences: dict | Keep = KEEP,
 ) -> User:
-    """What users may change about themselves."""
+    """What users may change about themselves (KEEP leaves a field as it is)."""
     return user_update(
         user=user, name=name, timezone=timezone, language=language, notification_preferences=notification_preferences
     )
@@ -318,11 +341,11 @@ def profile_update(
 @transaction.atomic
 def user_delete(*, user: User) -> None:
     """Delete the user; their API keys and SSO tokens go with them (the keys answer 401 at once).
-    The organization's last active admin cannot be deleted."""
+    The account's last active admin cannot be deleted."""
     user = _lock(user)
     if user.is_active_admin:
         _ensure_another_active_admin(user, "deleted")
-    _emit(user, EventKind.USER_DELETED)
+    _emit(user, UserEvent.DELETED)
     user.delete()
 
 
@@ -332,7 +355,7 @@ def user_record_login(*, user: User, via: str) -> None:
     now = timezone.now()
     User.objects.filter(pk=user.pk).update(last_login=now)
     user.last_login = now
-    _emit(user, EventKind.USER_LOGIN, via=via)
+    _emit(user, UserEvent.LOGIN, via=via)
 
 
 def sign_in_pause_report(*, email: str, failures: int, addresses: list[str], since, until) -> None:

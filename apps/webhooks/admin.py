@@ -1,8 +1,10 @@
+"""Settings → Webhooks: endpoints (their signing secrets, state, recent deliveries, test events,
+secret rotation, re-sending what failed) and the delivery history with its attempts (Retry now)."""
+
 import json
 import uuid
 from datetime import timedelta
 
-from django import forms
 from django.contrib import admin
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.db.models import OuterRef, Subquery
@@ -16,61 +18,15 @@ from apps.core.admin import ObjectButton, ObjectButtonsAdmin, run_on_selected
 from apps.core.counts import count_of
 from apps.core.step_up import StepUp
 from apps.webhooks import services
-from apps.webhooks.models import (
-    SUBSCRIBABLE_EVENTS,
-    Attempt,
-    Delivery,
-    DeliveryStatus,
-    SignatureFormat,
-    WebhookEndpoint,
-    held_back_endpoints,
-)
+from apps.webhooks.admin_forms import EndpointStateFilter, ResendFailedForm, WebhookEndpointForm
+from apps.webhooks.models import Attempt, Delivery, DeliveryStatus, WebhookEndpoint
 
 RECENT_DELIVERIES = 20
 SUCCESS_RATE_WINDOW = timedelta(hours=24)
 
 
-class WebhookEndpointForm(forms.ModelForm):
-    url = forms.URLField(max_length=2000, assume_scheme="https", help_text="http(s) URL that receives the POSTs.")
-    events = forms.MultipleChoiceField(
-        choices=[(e, e) for e in SUBSCRIBABLE_EVENTS],
-        widget=forms.CheckboxSelectMultiple,
-        required=False,
-        help_text="Leave all unticked to receive every event.",
-    )
-    # Not required: a form posted without it (a page from before the choice existed) keeps the format.
-    signature_format = forms.ChoiceField(
-        choices=SignatureFormat.choices,
-        required=False,
-        help_text=(
-            "The specification's X-Service-* headers, or Standard Webhooks (webhook-id, webhook-timestamp, "
-            "webhook-signature). Switching keeps the secret: both formats verify with it."
-        ),
-    )
-
-    class Meta:
-        model = WebhookEndpoint
-        fields = ("account", "url", "events", "enabled", "description", "signature_format")
-
-    def clean_signature_format(self):
-        return self.cleaned_data["signature_format"] or self.instance.signature_format
-
-    def clean_url(self):
-        from apps.webhooks.transport import check_url
-
-        url = self.cleaned_data["url"]
-        problem = check_url(url)
-        if problem:
-            raise forms.ValidationError(problem)
-        return url
-
-
 def _url(endpoint: WebhookEndpoint) -> str:
     return endpoint.url
-
-
-class ResendFailedForm(forms.Form):
-    since = forms.DateTimeField(help_text="Re-send failed deliveries created at or after this time (UTC).")
 
 
 def pretty(value) -> str:
@@ -102,23 +58,6 @@ def endpoint_state(endpoint: WebhookEndpoint) -> tuple[str, str]:
         probe = f"{endpoint.next_probe_at:%Y-%m-%d %H:%M:%S} UTC" if endpoint.next_probe_at else "now"
         return "Held back", f"{failing}; its deliveries wait, next probe at {probe}"
     return "Failing", failing
-
-
-class EndpointStateFilter(admin.SimpleListFilter):
-    title = "state"
-    parameter_name = "state"
-
-    def lookups(self, request, model_admin):
-        return [("enabled", "Enabled"), ("failing", "Failing"), ("held", "Held back"), ("disabled", "Disabled")]
-
-    def queryset(self, request, queryset):
-        enabled = queryset.filter(enabled=True)
-        return {
-            "enabled": enabled.filter(consecutive_failures=0),
-            "failing": enabled.filter(consecutive_failures__gt=0).exclude(held_back_endpoints()),
-            "held": enabled.filter(held_back_endpoints()),
-            "disabled": queryset.filter(enabled=False),
-        }.get(self.value(), queryset)
 
 
 @admin.register(WebhookEndpoint)
@@ -262,13 +201,13 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
             signature_format=data["signature_format"],
         )
 
-    @admin.action(description="Send a test event (webhook.test)")
+    @admin.action(description="Send a test event (webhook.test)", permissions=["change"])
     def send_test_event(self, request, queryset):
         self._each(
             request, queryset, services.endpoint_send_test, "Test event queued for {count} endpoint(s); see Deliveries."
         )
 
-    @admin.action(description="Rotate signing secret")
+    @admin.action(description="Rotate signing secret", permissions=["change"])
     def rotate_secret(self, request, queryset):
         self._each(
             request,
@@ -277,7 +216,7 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
             "Rotated the secret of {count} endpoint(s); each previous one stays valid beside it for the overlap.",
         )
 
-    @admin.action(description="Re-send all failed deliveries since a date")
+    @admin.action(description="Re-send all failed deliveries since a date", permissions=["change"])
     def resend_failed(self, request, queryset):
         if "apply" in request.POST:
             form = ResendFailedForm(request.POST)
@@ -312,11 +251,11 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
 
         self._each(request, queryset, save)
 
-    @admin.action(description="Enable selected endpoints")
+    @admin.action(description="Enable selected endpoints", permissions=["change"])
     def enable(self, request, queryset):
         self._set_enabled(request, queryset, True)
 
-    @admin.action(description="Disable selected endpoints")
+    @admin.action(description="Disable selected endpoints", permissions=["change"])
     def disable(self, request, queryset):
         self._set_enabled(request, queryset, False)
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from apps.accounts.models import Account
 from apps.core.addresses import check_url
 from apps.core.errors import Conflict
+from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
 from apps.webhooks import outbox
 from apps.webhooks.events import WebhookEvent
@@ -77,20 +78,20 @@ def endpoint_save(
     events: list[str] | None = None,
     enabled: bool = True,
     description: str = "",
-    signature_format: str | None = None,
+    signature_format: str | Keep = KEEP,
 ) -> WebhookEndpoint:
-    """Create or change an endpoint; `signature_format` None keeps its format (a new one's: the
+    """Create or change an endpoint; `signature_format` KEEP keeps its format (a new one's: the
     specification's headers)."""
     events = list(events or [])
     _validate(url, events)
-    if signature_format is not None and signature_format not in SignatureFormat.values:
+    if signature_format is not KEEP and signature_format not in SignatureFormat.values:
         raise field_error(
             "signature_format", "choice", f"Unknown signature format {signature_format!r}: use service or standard."
         )
     endpoint = endpoint or WebhookEndpoint()
     endpoint.account, endpoint.url, endpoint.events = account, url, [e for e in SUBSCRIBABLE_EVENTS if e in events]
     endpoint.description = description
-    if signature_format is not None:
+    if signature_format is not KEEP:
         _set_signature_format(endpoint, signature_format)
     if enabled and not endpoint.enabled:
         endpoint.clear_health()  # a fresh start: what failed before is re-sent only on request

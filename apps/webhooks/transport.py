@@ -11,20 +11,7 @@ from django.conf import settings
 from urllib3 import Timeout
 from urllib3.exceptions import NewConnectionError
 
-# The address guard and its pools live in apps.core.addresses (the git destination dials through
-# them too); the names stay importable from here.
-from apps.core.addresses import (  # noqa: F401 (re-exported)
-    BlockedAddress,
-    GuardedHTTPConnection,
-    GuardedHTTPPool,
-    GuardedHTTPSConnection,
-    GuardedHTTPSPool,
-    check_host,
-    check_url,
-    is_public_address,
-    pool_manager,
-    resolve,
-)
+from apps.core.addresses import BlockedAddress, pool_manager
 from apps.webhooks.models import SignatureFormat, standard_key
 from apps.webhooks.outcomes import Outcome
 

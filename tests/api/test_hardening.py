@@ -12,7 +12,7 @@ from django.core.handlers.exception import response_for_exception
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from apps.api import ratelimit
+from apps.api import sign_in_limits
 from apps.api.errors import exception_handler
 from tests.conftest import settings_loaded
 from tests.factories import OperatorFactory
@@ -234,7 +234,7 @@ def test_admin_logins_are_refused_after_too_many_failures(operator, three_admin_
     response = log_in("203.0.113.9", operator, "right-password")
     assert response.status_code == 429
     assert "Too many failed logins" in response.content.decode()
-    assert 0 < int(response["Retry-After"]) <= ratelimit.ADMIN_LOGIN_WINDOW
+    assert 0 < int(response["Retry-After"]) <= sign_in_limits.ADMIN_LOGIN_WINDOW
     # Another address is not affected.
     assert log_in("198.51.100.4", operator, "right-password").status_code == 302
 
@@ -251,7 +251,7 @@ def test_successful_admin_logins_are_not_counted(operator, three_admin_failures)
 
 def test_the_admin_login_throttle_ends_with_its_window(operator, three_admin_failures, monkeypatch):
     # The failures expire in the cache (Redis or local memory), on its own clock: a short window, really waited for.
-    monkeypatch.setattr(ratelimit, "ADMIN_LOGIN_WINDOW", 2)
+    monkeypatch.setattr(sign_in_limits, "ADMIN_LOGIN_WINDOW", 2)
     for _ in range(3):
         log_in("203.0.113.9", operator, "wrong")
     last_failure = time.monotonic()
@@ -259,7 +259,7 @@ def test_the_admin_login_throttle_ends_with_its_window(operator, three_admin_fai
     # Refused attempts are not counted: they do not make the window last longer.
     time.sleep(max(0.0, last_failure + 1.2 - time.monotonic()))
     assert log_in("203.0.113.9", operator, "wrong").status_code == 429
-    time.sleep(max(0.0, last_failure + ratelimit.ADMIN_LOGIN_WINDOW + 0.5 - time.monotonic()))
+    time.sleep(max(0.0, last_failure + sign_in_limits.ADMIN_LOGIN_WINDOW + 0.5 - time.monotonic()))
     assert log_in("203.0.113.9", operator, "right-password").status_code == 302
 
 

@@ -178,7 +178,7 @@ def test_the_markdown_preview_takes_only_posts_from_those_who_may_write_posts(se
 
 def test_the_markdown_preview_needs_the_csrf_token_as_the_script_sends_it():
     browser = Client(enforce_csrf_checks=True)
-    browser.force_login(AdminUserFactory(), backend="django.contrib.auth.backends.ModelBackend")
+    browser.force_login(AdminUserFactory(), backend="apps.settings_area.access.AccessBackend")
     assert browser.post(MARKDOWN_PREVIEW, {"body": "*hi*"}).status_code == 403
     browser.get("/admin/posts/post/add/")  # sets the CSRF cookie, as the page does
     token = browser.cookies["csrftoken"].value

@@ -53,9 +53,11 @@ from rest_framework.views import set_rollback
 from urllib3.connection import HTTPConnection, HTTPSConnection
 
 from apps.accounts.models import Account, ApiKey
-from apps.api.ratelimit import CounterStore, LoginFailureCounters, LoginThrottleBackend
+from apps.api.ratelimit import CounterStore
+from apps.api.sign_in_limits import LoginFailureCounters, LoginThrottleBackend
 from apps.blog.pages import template_files
 from apps.channels.models import Channel
+from apps.core.addresses import GuardedHTTPSConnection, GuardedHTTPSPool, pool_manager
 from apps.core.fields import JSONFormField
 from apps.core.hosts import AllowedHosts
 from apps.core.prepared import PreparedLookup
@@ -65,7 +67,6 @@ from apps.posts.serializers import TagSerializer, own_columns
 from apps.users.api import UserCreateSerializer
 from apps.users.models import User
 from apps.webhooks.models import Delivery, Event
-from apps.webhooks.transport import GuardedHTTPSConnection, GuardedHTTPSPool, pool_manager
 from config import web
 from config.storage import StaticFilesStorage
 from tests.conftest import admin_session, requires_postgres
@@ -154,7 +155,7 @@ def test_the_backends_integer_ranges_are_the_bounds_a_prepared_lookup_checks_a_v
 
 
 def test_concrete_fields_are_the_models_own_columns_in_the_order_from_db_takes_them(django_assert_num_queries):
-    where = "apps/accounts/selectors.py (the key's cache entry), apps/blog/views.py, apps/webhooks/services.py"
+    where = "apps/accounts/selectors.py (the key's cache entry), apps/blog/site.py, apps/webhooks/outbox.py"
     for model in (ApiKey, Account, User, Channel, Post):
         columns = [field.attname for field in model._meta.get_fields() if field.concrete and not field.many_to_many]
         assert [field.attname for field in model._meta.concrete_fields] == columns, redo(
@@ -248,7 +249,7 @@ def test_spectacular_maps_a_strict_serializer_through_its_basic_mapping():
     assert component["required"] == ["email", "name"]
 
 
-# --- Django's local-memory cache: apps/api/ratelimit.py (LoginFailureCounters.seconds_left) ---------
+# --- Django's local-memory cache: apps/api/sign_in_limits.py (LoginFailureCounters.seconds_left) ---------
 
 
 def test_the_local_memory_cache_keeps_each_keys_expiry_where_seconds_left_looks():
@@ -256,7 +257,7 @@ def test_the_local_memory_cache_keeps_each_keys_expiry_where_seconds_left_looks(
     backend.set("key", 1, 30)
     expiry = backend._expire_info.get(backend.make_and_validate_key("key"))
     assert isinstance(expiry, float) and 0 < expiry - time.time() <= 30, redo(
-        "apps/api/ratelimit.py (LoginFailureCounters.seconds_left)", "LocMemCache._expire_info changed"
+        "apps/api/sign_in_limits.py (LoginFailureCounters.seconds_left)", "LocMemCache._expire_info changed"
     )
 
 
@@ -265,7 +266,7 @@ def test_a_counters_seconds_left_are_read_from_the_cache_that_holds_it():
     counters.add("key", 1, 30)
     left = counters.seconds_left("key")
     assert left is not None and 0 < left <= 30, redo(
-        "apps/api/ratelimit.py (LoginFailureCounters.seconds_left)",
+        "apps/api/sign_in_limits.py (LoginFailureCounters.seconds_left)",
         "a counter's expiry is no longer in Redis's TTL or LocMemCache._expire_info",
     )
 
@@ -286,7 +287,7 @@ def test_a_post_saved_in_the_admin_with_an_empty_slug_gets_one_from_its_title(ad
 
 def test_a_button_pressed_on_a_row_that_is_gone_returns_to_the_index_with_djangos_warning():
     response = admin_session(OperatorFactory()).post("/admin/publishing/publicationjob/999999/retry/", follow=True)
-    where = "apps/core/admin.py (ObjectButtonsAdmin), linkedin/admin.py, newsletter/admin.py"
+    where = "apps/core/admin.py (ObjectButtonsAdmin), linkedin/admin.py, newsletter/admin_views.py"
     assert response.redirect_chain == [(reverse("admin:index"), 302)], redo(
         where, "ModelAdmin._get_obj_does_not_exist_redirect changed"
     )
@@ -295,7 +296,7 @@ def test_a_button_pressed_on_a_row_that_is_gone_returns_to_the_index_with_django
 
 
 def test_a_list_refuses_a_lookup_none_of_its_filters_makes(admin_client):
-    where = "apps/core/admin.py (OwnFiltersChangeList.get_filters)"
+    where = "apps/core/admin_scoping.py (OwnFiltersChangeList.get_filters)"
     response = admin_client.get("/admin/users/user/")
     assert response.status_code == 200
     found = response.context["cl"].get_filters(response.wsgi_request)
@@ -387,9 +388,9 @@ def test_the_mail_address_helpers_encode_as_the_mail_api_does():
         forbid_multi_line_headers("To", "a@example.com\nBcc: b@example.com", "utf-8")
 
 
-# --- django-axes: apps/api/ratelimit.py (LoginFailureHandler, LoginThrottleBackend) ------------------
+# --- django-axes: apps/api/sign_in_limits.py (LoginFailureHandler, LoginThrottleBackend) ------------------
 
-AXES = "apps/api/ratelimit.py (LoginFailureHandler, LoginFailureCounters)"
+AXES = "apps/api/sign_in_limits.py (LoginFailureHandler, LoginFailureCounters)"
 
 
 def test_axes_cache_handler_asks_its_cache_only_what_login_failure_counters_answer():
@@ -433,11 +434,11 @@ def test_axes_helpers_name_the_sign_in_and_key_its_address(rf):
     assert keys != other
 
 
-# --- urllib3: apps/webhooks/transport.py --------------------------------------------------------------
+# --- urllib3: apps/core/addresses.py -------------------------------------------------------------------
 
 
 def test_urllib3_opens_every_connection_through_the_step_the_address_guard_replaces():
-    where = "apps/webhooks/transport.py (_GuardedMixin; behaviour in tests/webhooks/test_guard.py)"
+    where = "apps/core/addresses.py (_GuardedMixin; behaviour in tests/webhooks/test_guard.py)"
     for cls in (HTTPConnection, HTTPSConnection):
         assert "_new_conn" in cls.connect.__code__.co_names, redo(where, f"{cls.__name__}.connect skips _new_conn")
     assert GuardedHTTPSConnection("blog.example.com", 443)._dns_host == "blog.example.com", redo(
@@ -497,7 +498,7 @@ def test_a_static_file_the_manifest_does_not_list_keeps_its_plain_name(tmp_path)
     )
 
 
-# --- Django's connection and psycopg: apps/core/coherence.py, apps/webhooks/services.py ----------------
+# --- Django's connection and psycopg: apps/core/coherence.py, apps/webhooks/outbox.py ------------------
 
 
 @requires_postgres
@@ -529,7 +530,7 @@ def test_a_sessions_own_notification_reaches_its_handler_before_its_commit_retur
 
 @requires_postgres
 def test_djangos_cursor_hands_over_psycopgs_copy_and_says_which_keys_the_database_numbers():
-    where = "apps/webhooks/services.py (_insert; behaviour in tests/webhooks/test_bulk_emit.py)"
+    where = "apps/webhooks/outbox.py (_insert; behaviour in tests/webhooks/test_bulk_emit.py)"
     assert (Event._meta.pk.db_returning, Delivery._meta.pk.db_returning) == (True, False), redo(
         where, "Field.db_returning changed: the COPY path must take the sequence's numbers another way"
     )

@@ -9,7 +9,7 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 
 from apps.accounts import services as account_services
-from apps.posts import services
+from apps.posts import workflow
 from apps.webhooks.models import Event
 from tests.conftest import requires_postgres, run_together
 from tests.factories import ApiKeyFactory, ApiPublicationFactory, ChannelFactory, SsoTokenFactory, UserFactory
@@ -23,13 +23,13 @@ CALLS = 20
 def slow_transition(monkeypatch):
     """Widen the window between reading the post and writing it, so the calls are inside it at once;
     without the lock several would read `publishing_pending` and succeed."""
-    original = services._put
+    original = workflow.put_state
 
     def slow(post, status, **kwargs):
         time.sleep(0.3)
         original(post, status, **kwargs)
 
-    monkeypatch.setattr(services, "_put", slow)
+    monkeypatch.setattr(workflow, "put_state", slow)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Admin access follows a user's role and status, and nothing a user of an account does (in any
+"""Admin access follows a user's role, permissions and status, and nothing a user of an account does (in any
 form, by SSO, or by script) makes them staff, a superuser, or a member of another account."""
 
 import pytest
@@ -10,7 +10,7 @@ from django.test import Client
 from apps.accounts.models import ApiKey, Scope
 from apps.channels.models import Channel, Team
 from apps.posts.models import Tag
-from apps.users.models import Role, Status
+from apps.users.models import Role, Status, default_permissions_for
 from apps.webhooks.models import WebhookEndpoint
 from tests.conftest import admin_session
 from tests.factories import (
@@ -122,11 +122,13 @@ def test_a_user_of_another_account_cannot_be_the_owner_of_a_new_key():
     assert not ApiKey.objects.exists()
 
 
-def test_role_and_status_changes_take_effect_at_the_next_request():
+def test_role_permission_and_status_changes_take_effect_at_the_next_request():
     admin = AdminUserFactory()
     client = admin_session(admin)
     assert client.get("/admin/webhooks/webhookendpoint/").status_code == 200
-    User.objects.filter(pk=admin.pk).update(role=Role.EDITOR)
+    User.objects.filter(pk=admin.pk).update(permissions=["articles.read"])
+    assert client.get("/admin/webhooks/webhookendpoint/").status_code == 403
+    User.objects.filter(pk=admin.pk).update(role=Role.EDITOR, permissions=default_permissions_for(Role.EDITOR))
     assert client.get("/admin/webhooks/webhookendpoint/").status_code == 403
     assert client.get("/admin/posts/post/").status_code == 200
     User.objects.filter(pk=admin.pk).update(role=Role.VIEWER)

@@ -14,7 +14,7 @@ from django.core.mail import send_mail
 from django.test import Client
 from requests.adapters import HTTPAdapter
 
-from apps.api import ratelimit
+from apps.api import ratelimit, sign_in_limits
 from apps.core import mail as core_mail
 from apps.core import threads
 from tests.factories import AccountFactory, AdminUserFactory, OperatorFactory, UserFactory
@@ -67,10 +67,10 @@ def with_password(user):
 
 def reports_done() -> None:
     """Wait until the threads that send the reports of paused sign-ins have nothing in flight."""
-    pool = threads.process_pool(ratelimit.REPORT_POOL, ratelimit.REPORT_THREADS)
-    for _ in range(ratelimit.REPORT_THREADS):
+    pool = threads.process_pool(sign_in_limits.REPORT_POOL, sign_in_limits.REPORT_THREADS)
+    for _ in range(sign_in_limits.REPORT_THREADS):
         assert pool.free.acquire(timeout=10)
-    for _ in range(ratelimit.REPORT_THREADS):
+    for _ in range(sign_in_limits.REPORT_THREADS):
         pool.free.release()
 
 
@@ -132,7 +132,7 @@ def test_guessing_spread_over_addresses_pauses_the_email_everywhere_and_tells_th
     assert by_address.status_code == 429
     assert "This address has made too many failed login attempts" in by_address.text
     assert "this e-mail address are paused" not in by_address.text
-    assert 0 < int(by_address.headers["Retry-After"]) <= ratelimit.ADMIN_LOGIN_WINDOW
+    assert 0 < int(by_address.headers["Retry-After"]) <= sign_in_limits.ADMIN_LOGIN_WINDOW
     assert browsers[1].sign_in(ADMIN_LOGIN, other, PASSWORD).status_code == 302
     # Refused by both: the page says so, and the wait is the later end (the hour's, after 15 minutes).
     by_both = browsers[0].sign_in(ADMIN_LOGIN, target, PASSWORD)

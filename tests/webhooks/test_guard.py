@@ -118,8 +118,8 @@ def test_non_public_literals_are_refused_without_dialling(settings, monkeypatch,
 
 def test_a_refusal_comes_out_of_the_pool_manager_as_blocked_address(settings):
     settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = False
-    with pytest.raises(transport.BlockedAddress, match=r"^address 127\.0\.0\.1 is not allowed"):
-        transport.pool_manager().urlopen("GET", f"http://127.0.0.1:{free_port()}/", retries=False, redirect=False)
+    with pytest.raises(addresses.BlockedAddress, match=r"^address 127\.0\.0\.1 is not allowed"):
+        addresses.pool_manager().urlopen("GET", f"http://127.0.0.1:{free_port()}/", retries=False, redirect=False)
 
 
 def test_a_host_with_one_refused_address_among_several_is_refused(settings, resolver, monkeypatch):
@@ -130,7 +130,7 @@ def test_a_host_with_one_refused_address_among_several_is_refused(settings, reso
     monkeypatch.setattr(addresses, "create_connection", lambda address, *args, **kwargs: dialled.append(address))
     assert _send("https://mixed.test/hook").error == "address 10.0.0.1 is not allowed (not a public address)"
     assert dialled == []
-    assert "10.0.0.1" in transport.check_url("https://mixed.test/hook")
+    assert "10.0.0.1" in addresses.check_url("https://mixed.test/hook")
 
 
 def test_the_checked_address_is_dialled_not_a_second_answer(settings, resolver, monkeypatch):

@@ -2,7 +2,6 @@ import pytest
 
 from apps.core import addresses
 from apps.core.errors import InvalidInput
-from apps.webhooks import transport
 from apps.webhooks.services import delivery_attempt, endpoint_save
 from tests.factories import WebhookEndpointFactory
 
@@ -142,4 +141,4 @@ def test_connection_to_a_private_address_is_refused_at_send_time(account, emit, 
     ],
 )
 def test_address_classification(address, public):
-    assert transport.is_public_address(address) is public
+    assert addresses.is_public_address(address) is public

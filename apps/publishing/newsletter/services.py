@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from apps.channels.models import Channel, Platform
 from apps.core.errors import Conflict, InvalidInput, NotFound
+from apps.publishing.newsletter.events import SubscriberEvent
 from apps.publishing.newsletter.models import (
     Newsletter,
     Subscriber,
@@ -37,7 +38,6 @@ from apps.publishing.newsletter.models import (
     normalize_email,
 )
 from apps.publishing.newsletter.serializers import subscriber_webhook_data
-from apps.webhooks.models import EventKind
 from apps.webhooks.services import event_emit
 
 logger = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ def subscriber_create(*, channel: Channel, email: str, name: str = "", confirmed
     except IntegrityError:  # the same address added at the same moment
         raise Conflict("This address is on the newsletter's list already.", details={"reason": "exists"}) from None
     if confirmed:
-        _emit(EventKind.SUBSCRIBER_CONFIRMED, subscriber)
+        _emit(SubscriberEvent.CONFIRMED, subscriber)
     else:
         _send_confirmation_later([subscriber.pk])
     return subscriber
@@ -184,7 +184,7 @@ def subscriber_confirm(*, token: str) -> Subscriber | None:
         SubscriberStatus.CONFIRMED, timezone.now(), None,
     )  # fmt: skip
     subscriber.save(update_fields=["status", "confirmed_at", "unsubscribed_at"])
-    _emit(EventKind.SUBSCRIBER_CONFIRMED, subscriber)
+    _emit(SubscriberEvent.CONFIRMED, subscriber)
     return subscriber
 
 
@@ -203,7 +203,7 @@ def subscriber_unsubscribe(*, token: str) -> Subscriber | None:
     if subscriber.status != SubscriberStatus.UNSUBSCRIBED:
         subscriber.status, subscriber.unsubscribed_at = SubscriberStatus.UNSUBSCRIBED, timezone.now()
         subscriber.save(update_fields=["status", "unsubscribed_at"])
-        _emit(EventKind.SUBSCRIBER_UNSUBSCRIBED, subscriber)
+        _emit(SubscriberEvent.UNSUBSCRIBED, subscriber)
     return subscriber
 
 

@@ -2,34 +2,31 @@
 
 Who gets in follows the user's role and status on every request (User.admin_area): the operator
 sees every account; an account's admins get its Settings area, its editors its content; viewers
-and users who are not active get no admin. Every registered ModelAdmin is scoped to the user's
-account by AccountScopedAdmin, mixed in here at registration. Sign-ins are reported as user.login
-events (the house rule keeps events out of signals, so the login view itself reports them).
-Installed by `ServiceAdminConfig` (apps/users/admin_apps.py) in place of django.contrib.admin.
+and users who are not active get no admin. What a user may do inside follows their permissions
+(apps/settings_area/access.py). Every registered model admin is scoped to the user's account: the site
+takes no admin class of an account's data that is not built on AccountScopedAdmin
+(apps/core/admin.py). Sign-ins are reported as user.login events (the house rule keeps events out
+of signals, so the login view reports them).
+Installed by `SettingsAreaConfig` (apps/settings_area/apps.py) in place of django.contrib.admin.
 """
 
 from functools import update_wrapper
-from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import admin
-from django.contrib.admin.forms import AdminAuthenticationForm
-from django.contrib.auth import authenticate
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Q
-from django.http import HttpResponseRedirect
-from django.template.response import TemplateResponse
+from django.db.models.base import ModelBase
 from django.urls import path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
-from apps.accounts.models import is_local_path
 from apps.channels.models import Channel, Platform
 from apps.core import step_up
 from apps.core.admin import AccountScopedAdmin
-from apps.core.errors import DomainError
-from apps.users.models import ADMIN_AREA, OPERATOR, LoginMethod, Role
-from apps.users.services import password_link_send, user_record_login
+from apps.core.scoping import account_path
+from apps.settings_area import views
+from apps.users.models import AREA_ROLES, OPERATOR, LoginMethod, Role, default_permissions_for
+from apps.users.services import user_record_login
 
 AREA_NAMES = {
     OPERATOR: "Operator console",
@@ -38,56 +35,23 @@ AREA_NAMES = {
 }
 
 
-class SettingsAuthenticationForm(AdminAuthenticationForm):
-    """Says why a right password does not open the admin, instead of Django's "staff account"."""
-
-    def confirm_login_allowed(self, user):
-        if user.is_active and user.admin_area is None:
-            raise ValidationError(_no_access_reason(user), code="no_admin_access")
-        super().confirm_login_allowed(user)
-
-
-def _no_access_reason(user) -> str:
-    if user.account_id is None:
-        return f"{user.email} belongs to no account and is not an operator, so the admin is closed to it."
-    return (
-        f"{user.email} is a {user.get_role_display().lower()} of {user.account}: only the account's "
-        "admins (Settings) and editors (content) use the admin. Ask an admin of your account."
-    )
-
-
-class ConfirmPasswordForm(forms.Form):
-    """The step-up: the signed-in person's password, checked by authenticate() so that the sign-in
-    throttle (django-axes) counts wrong ones as it counts them at the sign-in form."""
-
-    password = forms.CharField(strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}))
-
-    def __init__(self, request, *args, **kwargs):
-        self.request = request
-        super().__init__(*args, **kwargs)
-
-    def clean_password(self):
-        user = self.request.user
-        password = self.cleaned_data["password"]
-        confirmed = authenticate(self.request, username=user.email, password=password)
-        if confirmed is None or confirmed.pk != user.pk:
-            raise ValidationError("That is not your password.", code="wrong_password")
-        return password
-
-
 class ServiceAdminSite(admin.AdminSite):
     site_title = "Content Publishing admin"
-    login_form = SettingsAuthenticationForm
+    login_form = views.SettingsAuthenticationForm
     index_template = "admin/service_index.html"
 
     def register(self, model_or_iterable, admin_class=None, **options):
-        admin_class = admin_class or admin.ModelAdmin
-        if not issubclass(admin_class, AccountScopedAdmin):
-            # First in the order of classes, so the scoping wraps whatever the admin class does.
-            admin_class = type(
-                admin_class.__name__,
-                (AccountScopedAdmin, admin_class),
-                {"__module__": admin_class.__module__, "__doc__": admin_class.__doc__},
+        # The house rule: every account's data is scoped by one mechanism. A model admin that is not
+        # built on it would show every account's rows to whoever may see the model. A model with no
+        # way to an account (Django's groups, django-axes' records) is the operator's alone: the
+        # access table gives it to no one else, so its library's own admin may stay.
+        models = [model_or_iterable] if isinstance(model_or_iterable, ModelBase) else model_or_iterable
+        scoped = admin_class is not None and issubclass(admin_class, AccountScopedAdmin)
+        if not scoped and any(account_path(model) is not None for model in models):
+            name = getattr(admin_class, "__qualname__", "ModelAdmin")
+            raise ImproperlyConfigured(
+                f"{name}: a model admin of an account's data inherits AccountScopedAdmin "
+                "(apps/core/admin.py: SettingsModelAdmin)."
             )
         super().register(model_or_iterable, admin_class, **options)
 
@@ -97,8 +61,11 @@ class ServiceAdminSite(admin.AdminSite):
         area = getattr(user, "admin_area", None)
         context["admin_area"] = area
         context["site_header"] = self._header(user, area)
-        if area in ADMIN_AREA:
+        if area in AREA_ROLES:
             context["area_account"] = user.account
+            if set(user.permissions) != set(default_permissions_for(user.role)):
+                # The index's words describe the role's defaults; say when the user's own differ.
+                context["permissions_of_their_own"] = user.permissions
         if area != OPERATOR:
             # "View site": the operator's is the service's home page (Django's); a member's, their blog.
             context["site_url"] = self._members_site_url(request, user.account_id) if area else None
@@ -120,8 +87,9 @@ class ServiceAdminSite(admin.AdminSite):
             request._admin_site_url = blog.public_url() if blog is not None else None
         return request._admin_site_url
 
-    def _header(self, user, area) -> str:
-        if area in ADMIN_AREA:
+    @staticmethod
+    def _header(user, area) -> str:
+        if area in AREA_ROLES:
             return f"{user.account} · {AREA_NAMES[area]}"
         return "Content Publishing administration"
 
@@ -155,9 +123,7 @@ class ServiceAdminSite(admin.AdminSite):
         )
 
     def ask_for_password(self, request):
-        # After a refused POST the person comes back to the page, not to a repeat of the POST.
-        query = urlencode({"next": request.get_full_path()})
-        return HttpResponseRedirect(f"{reverse('admin:confirm_password', current_app=self.name)}?{query}")
+        return views.ask_for_password(self, request)
 
     def get_urls(self):
         return [
@@ -165,45 +131,15 @@ class ServiceAdminSite(admin.AdminSite):
             *super().get_urls(),
         ]
 
-    @staticmethod
-    def _next_url(request) -> str:
-        target = request.POST.get("next") or request.GET.get("next") or ""
-        # The SSO links' rule for where a redirect may go: a path on this service.
-        return target if is_local_path(target) else reverse("admin:index")
-
     @method_decorator(sensitive_post_parameters("password"))
     def confirm_password(self, request):
-        """The step-up page: the password, or, for a user who has none, an e-mailed link to set one."""
-        next_url = self._next_url(request)
-        if not step_up.is_limited(request.session):
-            return HttpResponseRedirect(next_url)
-        user = request.user
-        context = {**self.each_context(request), "title": "Confirm your password", "next": next_url}
-        if not user.has_usable_password():
-            if request.method == "POST":
-                try:
-                    context["sent"] = password_link_send(user=user)
-                except DomainError as exc:
-                    context["error"] = exc.message
-                context["asked"] = True
-            return TemplateResponse(request, "admin/confirm_password.html", context)
-        form = ConfirmPasswordForm(request, request.POST if request.method == "POST" else None)
-        if form.is_valid():
-            step_up.confirm(request.session)
-            return HttpResponseRedirect(next_url)
-        return TemplateResponse(request, "admin/confirm_password.html", {**context, "form": form})
+        return views.confirm_password(self, request)
 
     def _signed_in_without_access(self, request) -> bool:
         return request.user.is_authenticated and not self.has_permission(request)
 
     def no_access(self, request):
-        context = {
-            **self.each_context(request),
-            "title": "No access",
-            "reason": _no_access_reason(request.user),
-            "logout_url": reverse("admin:logout", current_app=self.name),
-        }
-        return TemplateResponse(request, "admin/no_access.html", context, status=403)
+        return views.no_access(self, request)
 
     def login(self, request, extra_context=None):
         if request.method == "GET" and self._signed_in_without_access(request):

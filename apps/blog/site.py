@@ -1,0 +1,181 @@
+"""What every page of a blog shows: its channel (found by handle or by domain, from the shared
+cache), the page in the channel's look with its Content-Security-Policy, and the list of its posts
+(the index and a tag's page; a newsletter's index with its subscribe form)."""
+
+import base64
+import hashlib
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from apps.blog.forms import SubscribeForm
+from apps.channels.models import SITE_PLATFORMS, Channel, Platform
+from apps.core.coherence import Columns, Entries
+from apps.core.markdown import markdown_text
+from apps.core.prepared import PreparedLookup
+from apps.posts import selectors
+
+# What a page shows of its channel (and its version, read in the same query).
+SITE_FIELDS = (
+    "account",
+    "version",
+    "title",
+    "platform",
+    "handle",
+    "domain",
+    "description",
+    "language",
+    "time_zone",
+    "accent_color",
+    "logo_url",
+    "image_width",
+    "created_at",
+    "updated_at",
+)
+EXCERPT_LENGTH = 280
+
+
+def _blogs():
+    return Channel.objects.filter(platform__in=SITE_PLATFORMS).only(*SITE_FIELDS).order_by()
+
+
+_by_handle = PreparedLookup(Channel, "handle", ("a", "b"), lambda handle: _blogs().filter(handle=handle)[:1])
+_by_domain = PreparedLookup(
+    Channel, "domain", ("a.example", "b.example"), lambda domain: _blogs().filter(domain=domain)[:1]
+)
+
+
+# What the shared cache keeps of a blog's channel: the columns its pages show.
+_SITE = Columns(Channel, lambda field: field.primary_key or field.name in SITE_FIELDS)
+
+
+def _site_values(channel: Channel | None) -> tuple | None:
+    return None if channel is None else _SITE.values(channel)
+
+
+def _site(values: tuple | None) -> Channel | None:
+    return None if values is None else _SITE.instance(values)
+
+
+# Blogs by handle and by domain in the shared cache (apps/core/coherence.py), forgotten by channels
+# 0007's triggers whenever the channel changes or gets a new version: a page served from the cache
+# asks the database nothing.
+_handles = Entries("h", lambda handle: _site_values(_by_handle.first(handle)))
+_domains = Entries("d", lambda domain: _site_values(_by_domain.first(domain)))
+
+
+def blog_of_domain(domain: str) -> Channel | None:
+    return _site(_domains.get(domain))
+
+
+def channel_of(request, handle: str | None) -> Channel:
+    """The blog the request is for: its own domain's (found by the middleware) or the handle's."""
+    channel = getattr(request, "blog_channel", None) if handle is None else _site(_handles.get(handle))
+    if channel is None:
+        raise Http404("No such blog.")
+    return channel
+
+
+def inline_style(channel: Channel) -> str:
+    """The page's one inline style, the channel's look; the CSP names its hash."""
+    return f":root{{--accent:{channel.accent_color};--image-width:{channel.image_width}px}}"
+
+
+def content_security_policy(style: str, *, form: bool = False) -> str:
+    """`form`: the page has a form, which posts to the page itself."""
+    style_hash = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+    form_action = "'self'" if form else "'none'"
+    return (
+        # connect-src 'self': tools that audit a page fetch its robots.txt from within it.
+        "default-src 'none'; img-src 'self' https: http:; media-src https: http:; connect-src 'self'; "
+        f"style-src 'self' 'sha256-{style_hash}'; base-uri 'none'; form-action {form_action}; frame-ancestors 'none'"
+    )
+
+
+def page_in_look(
+    request, channel: Channel, template: str, context: dict, *, status: int = 200, form: bool = False
+) -> HttpResponse:
+    """`form`: the page has a form (the policy lets it post to the page's origin)."""
+    style = inline_style(channel)
+    context = {
+        "channel": channel,
+        "blog_url": channel.public_url(),
+        "feed_url": channel.public_url("blog:feed"),
+        "inline_style": style,
+        "time_zone": channel.time_zone,
+        **context,
+    }
+    # An operator may give one blog templates of its own (docs/blog.md): blog/channels/<handle>/post.html
+    # comes before blog/post.html.
+    names = (
+        [f"blog/channels/{channel.handle}/{template.removeprefix('blog/')}", template] if channel.handle else template
+    )
+    with timezone.override(channel.time_zone):
+        response = render(request, names, context, status=status)
+    response["Content-Security-Policy"] = content_security_policy(style, form=form)
+    # Readers who follow a link leave with the blog's origin (not the page), as blogs expect.
+    response["Referrer-Policy"] = "strict-origin-when-cross-origin"
+    return response
+
+
+def not_found_page(request, channel: Channel) -> HttpResponse:
+    return page_in_look(request, channel, "blog/404.html", {"title": "Page not found"}, status=404)
+
+
+def _excerpt(post) -> str:
+    return post.teaser or markdown_text(post.body, limit=EXCERPT_LENGTH)
+
+
+def cursors(request) -> tuple[selectors.PageCursor | None, selectors.PageCursor | None]:
+    """The list page's (before, after) cursors; one that is not a cursor is none (the first page)."""
+    before = selectors.PageCursor.parse(request.GET.get("before"))
+    return before, None if before else selectors.PageCursor.parse(request.GET.get("after"))
+
+
+def listing(
+    request, channel: Channel, *, tag: str | None, before, after, form: SubscribeForm | None = None, status: int = 200
+) -> HttpResponse:
+    """A page of the channel's posts (a newsletter's: its sent editions, under the subscribe form)."""
+    page = selectors.published_page(
+        channel_id=channel.pk, size=settings.BLOG_PAGE_SIZE, before=before, after=after, tag=tag
+    )
+    if not page.posts and (tag is not None or before or after):
+        return not_found_page(request, channel)
+    for post in page.posts:
+        post.url = channel.post_url(post.slug)
+        post.excerpt = _excerpt(post)
+        post.tag_links = [(name, channel.public_url("blog:tag", tag=name)) for name in post.tag_names]
+    newsletter_index = channel.platform == Platform.NEWSLETTER and tag is None
+    latest = "editions" if channel.platform == Platform.NEWSLETTER else "posts"
+    base = channel.public_url("blog:tag", tag=tag) if tag is not None else channel.public_url()
+    context = {
+        "posts": page.posts,
+        "tag": tag,
+        "subscribe_form": (form or SubscribeForm()) if newsletter_index else None,
+        "title": f"Posts tagged “{tag}”" if tag is not None else channel.title,
+        "description": channel.description or f"The latest {latest} of {channel.title}.",
+        **_paging_links(base, page, before, after),
+    }
+    return page_in_look(request, channel, "blog/index.html", context, status=status, form=newsletter_index)
+
+
+def _paging_links(base: str, page, before, after) -> dict:
+    """The list page's canonical address and its links to older and newer posts; a page past the
+    first is not for search engines."""
+    paged = before or after
+    return {
+        "canonical": f"{base}?{urlencode({'before' if before else 'after': str(paged)})}" if paged else base,
+        "older_url": f"{base}?{urlencode({'before': str(page.older)})}" if page.older else None,
+        "newer_url": (f"{base}?{urlencode({'after': str(page.newer)})}" if page.newer else base) if paged else None,
+        "noindex": bool(paged),
+    }
+
+
+def private(response: HttpResponse) -> HttpResponse:
+    """An answer for this visitor only: never cached, never indexed."""
+    response["Cache-Control"] = "private, no-store"
+    response["X-Robots-Tag"] = "noindex"
+    return response

@@ -1,0 +1,106 @@
+"""The states of a post, the one place that says what each state's fields are, and what every change
+of a post does alike: lock its row, validate the fields it sets, write its event in the change's
+transaction, ask its channel's destination for a job."""
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from apps.core.errors import NotFound
+from apps.core.keep import KEEP, Keep
+from apps.core.validation import invalid_from_django
+from apps.posts.models import POST_STATE_FIELDS, ApiPublication, Post, PublicationStatus
+from apps.posts.serializers import post_webhook_data
+from apps.publishing.models import JobState, PublicationJob
+from apps.publishing.services import job_enqueue
+from apps.webhooks.services import event_emit
+
+POST_NOT_FOUND = "Post not found."
+
+
+def validate_fields(instance: models.Model, fields: Iterable[str], prefix: str = "") -> None:
+    """Run the model's own field validators and constraints on `fields` only."""
+    names = set(fields)
+    exclude = [field.name for field in instance._meta.fields if field.name not in names]
+    try:
+        instance.full_clean(exclude=exclude)
+    except ValidationError as exc:
+        raise invalid_from_django(exc, prefix) from None
+
+
+def state_values(status: str, *, at: datetime | None = None, external_id=None, external_url=None) -> dict:
+    """Every field that belongs to the state `status`, so no stale published_at or external
+    reference survives a change of state (`at`: the publication time of `published`)."""
+    published = status == PublicationStatus.PUBLISHED
+    return {
+        "publication_status": status,
+        "published_at": at if published else None,
+        "external_id": external_id if published else None,
+        "external_url": external_url if published else None,
+    }
+
+
+def put_state(post: Post, status: str, *, scheduled_at: datetime | Keep | None = KEEP, **state) -> None:
+    """Put the post in `status` (state_values), its schedule too where given, and save that."""
+    for name, value in state_values(status, **state).items():
+        setattr(post, name, value)
+    if not isinstance(scheduled_at, Keep):
+        post.scheduled_at = scheduled_at
+    post.save(update_fields=POST_STATE_FIELDS)
+
+
+def posts_put(
+    *, post_ids: Sequence[int], status: str, now: datetime, scheduled_at: datetime | Keep | None = KEEP
+) -> int:
+    """Put many posts in `status` in one statement (the content plan's batches, demo data); the
+    caller writes their events. Returns how many rows were written."""
+    values = state_values(status, at=now) | {"updated_at": now}
+    if not isinstance(scheduled_at, Keep):
+        values["scheduled_at"] = scheduled_at
+    return Post.objects.filter(pk__in=list(post_ids)).update(**values)
+
+
+def posts_hand_over(*, post_ids: Sequence[int], now: datetime) -> int:
+    """Hand posts of `api` channels to the external system in bulk: `publishing_pending`, each with
+    its API publication record (a post that was in the workflow before keeps its record, reset)."""
+    moved = posts_put(post_ids=post_ids, status=PublicationStatus.PUBLISHING_PENDING, now=now)
+    ApiPublication.objects.bulk_create(
+        [ApiPublication(post_id=post_id, created_at=now) for post_id in post_ids],
+        update_conflicts=True,
+        unique_fields=["post"],
+        update_fields=["confirmed_at", "external_id", "external_url"],
+    )
+    return moved
+
+
+def locked_post_or_none(post_id: int) -> Post | None:
+    return Post.objects.select_for_update(of=("self",)).select_related("channel__account").filter(pk=post_id).first()
+
+
+def locked_post(post_id: int) -> Post:
+    post = locked_post_or_none(post_id)
+    if post is None:
+        raise NotFound(POST_NOT_FOUND)
+    return post
+
+
+def emit(kind: str, post: Post) -> None:
+    """Write the post's event in the transaction of the change it reports (the webhooks outbox)."""
+    event_emit(account=post.channel.account, kind=kind, data={"post": post_webhook_data(post)}, post_id=post.pk)
+
+
+def request_job(post: Post, action: str) -> None:
+    """Ask the channel's destination for `action` on the post (a job, run after commit)."""
+    job_enqueue(channel_id=post.channel_id, post_id=post.pk, title=post.title, action=action)
+
+
+def publication_under_way(post_id: int, actions: list[str]) -> bool:
+    """A job of these actions running, or tried and waiting for its retry: what it sent may be out
+    there (its answer lost), so taking the post back asks for an unpublish too."""
+    return (
+        PublicationJob.objects.filter(post_id=post_id, action__in=actions)
+        .filter(models.Q(state=JobState.RUNNING) | models.Q(state=JobState.QUEUED, attempts__gt=0))
+        .exists()
+    )
