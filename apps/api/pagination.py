@@ -9,6 +9,9 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
+from apps.core import paging
+from apps.core.paging import Window
+
 
 def _invalid(name: str, message: str, code: str) -> exceptions.ValidationError:
     return exceptions.ValidationError({name: [ErrorDetail(message, code=code)]})
@@ -32,34 +35,6 @@ def _object_schema(properties: dict, description: str = "") -> dict:
     return {**schema, "description": description} if description else schema
 
 
-def _page_of(queryset, offset: int, size: int, count: int, seek: Callable | None = None) -> list:
-    """The rows `offset` to `offset + size` of the queryset (of `count` rows), in its order.
-
-    Their keys are picked first by a subquery that reads only keys (for a list ordered by id with
-    an index on its filter and id, an index-only scan); only the page's rows are then read whole.
-    With OFFSET on the whole rows, a deep page read every row before it from the table. Skipping
-    index entries still costs per entry, so a page nearer the end than the start is counted from
-    the end, in the index's reverse order: the last pages (a list ordered oldest first ends with
-    the newest items) cost what the first do, and the middle is the deepest a page gets. `count` is
-    read before this query, so a row created or deleted in the instant between the two shifts such
-    a page by one, as a deletion shifts the later pages of any page-numbered list.
-
-    `seek(offset, skipped)`, for a list ordered by id (apps.posts.page_anchors), may name a row that
-    the page starts fewer rows after than the `skipped` entries read above: (pk, skip), the row at
-    `offset` being the `skip`-th (from 0) of those from `pk` on. None: read as above.
-    """
-    from_end = count - offset - size
-    start = None if seek is None else seek(offset, min(offset, max(from_end, 0)))
-    if start is not None:
-        pk, skip = start
-        keys = queryset.filter(pk__gte=pk).values("pk")[skip : skip + size]
-    elif from_end < offset:
-        keys = queryset.reverse().values("pk")[max(from_end, 0) : count - offset]
-    else:
-        keys = queryset.values("pk")[offset : offset + size]
-    return list(queryset.filter(pk__in=keys))
-
-
 class PagePagination(BasePagination):
     """The one pagination of every list: `page`, and `per_page` or its shorthand `limit` (the spec
     names both; `per_page` wins when both are given), capped at PAGE_SIZE_MAX; response key `meta`.
@@ -72,18 +47,25 @@ class PagePagination(BasePagination):
     page_size_params: tuple[str, ...] = ("per_page", "limit")
     meta_key = "meta"
 
-    def paginate_queryset(self, queryset, request, view=None, count: int | None = None, seek: Callable | None = None):
-        """The page's items; `count`, when the caller knows it, spares the count query; `seek`, of a
-        list ordered by id, finds deep pages' starting rows (see _page_of)."""
+    def window(self, request) -> Window:
+        """The rows the request asks for (400 for a bad `page` or `per_page`)."""
         params = request.query_params
         self.page = positive_int_param(params, "page", 1)
         self.per_page = self.page_size(params)
-        self.count = self.count_of(queryset, count)
         self.offset = (self.page - 1) * self.per_page
-        if self.offset >= self.count:
-            # Also keeps absurd page numbers away from SQL's 64-bit OFFSET.
-            return []
-        return _page_of(queryset, self.offset, self.per_page, self.count, seek)
+        return Window(size=self.per_page, offset=self.offset)
+
+    def settle(self, rows: list, count: int) -> list:
+        """The page of `rows` (what paging.rows read for the window) in a list of `count` items,
+        noted for the response's `meta`."""
+        self.count = count
+        return rows
+
+    def paginate_queryset(self, queryset, request, view=None, count: int | None = None):
+        """The page's items; `count`, when the caller knows it, spares the count query."""
+        window = self.window(request)
+        count = self.count_of(queryset, count)
+        return self.settle(paging.rows(queryset, window, count), count)
 
     @staticmethod
     def count_of(queryset, count: int | None) -> int:
@@ -166,39 +148,40 @@ class CursorPagePagination(PagePagination):
 
     cursor_param = "cursor"
 
-    def paginate_queryset(
-        self,
-        queryset,
-        request,
-        view=None,
-        count: int | None = None,
-        seek: Callable | None = None,
-        *,
-        list_key: str = "",
-        id_of: Callable,
-    ):
-        """`list_key` names the list (a cursor of another list is refused); `id_of(item)` is the id
-        of one of the returned items."""
+    def window(self, request, *, list_key: str = "") -> Window:
+        """`list_key` names the list (a cursor of another list is refused)."""
         params = request.query_params
         raw = params.get(self.cursor_param, "")
         self.list_key = list_key
         self.next_cursor = None
         if not raw:
-            page = super().paginate_queryset(queryset, request, view, count, seek)
-            if page and self.offset + len(page) < self.count:
-                self.next_cursor = cursor_after(list_key, id_of(page[-1]))
-            return page
+            return super().window(request)
         if params.get("page", "") != "":
             raise _invalid("cursor", "Give either 'page' or 'cursor', not both.", "cursor_with_page")
         after = self.position(raw)
         self.page = None
         self.per_page = self.page_size(params)
-        self.count = self.count_of(queryset, count)
-        rows = list(queryset.filter(pk__gt=after)[: self.per_page + 1])
-        page = rows[: self.per_page]
-        if len(rows) > self.per_page:
-            self.next_cursor = cursor_after(list_key, id_of(page[-1]))
+        return Window(size=self.per_page, after=after)
+
+    def settle(self, rows: list, count: int, *, id_of: Callable) -> list:
+        """`id_of(item)` is the id of one of the rows."""
+        self.count = count
+        if self.page is None:
+            page = rows[: self.per_page]
+            more = len(rows) > self.per_page
+        else:
+            page = rows
+            more = bool(page) and self.offset + len(page) < count
+        if more:
+            self.next_cursor = cursor_after(self.list_key, id_of(page[-1]))
         return page
+
+    def paginate_queryset(
+        self, queryset, request, view=None, count: int | None = None, *, list_key: str = "", id_of: Callable
+    ):
+        window = self.window(request, list_key=list_key)
+        count = self.count_of(queryset, count)
+        return self.settle(paging.rows(queryset, window, count), count, id_of=id_of)
 
     def position(self, raw: str) -> int:
         try:

@@ -25,7 +25,7 @@ computed as if nothing were cached, and the store is left alone for a few second
 import hashlib
 import time
 from collections.abc import Callable
-from functools import cache
+from functools import cache, wraps
 
 import django
 import orjson
@@ -122,6 +122,20 @@ store = RepresentationStore()
 COMPUTE_WAIT = 5
 WAIT_STEP = 0.004
 MAX_WAIT_STEP = 0.05
+
+
+def cached(version_of: Callable[[int], tuple[int, int] | None], *, of: str) -> Callable:
+    """A view's GET kept as its rendered response: `version_of(<the URL's `of` argument>)` is the
+    (account id, version) of the channel the response shows, or None (see serve)."""
+
+    def decorate(get: Callable) -> Callable:
+        @wraps(get)
+        def cached_get(view, request, **kwargs) -> HttpResponse:
+            return serve(request, lambda: version_of(kwargs[of]), lambda: get(view, request, **kwargs))
+
+        return cached_get
+
+    return decorate
 
 
 def serve(

@@ -14,9 +14,9 @@ from django.utils import timezone
 from apps.blog.forms import SubscribeForm
 from apps.channels.models import SITE_PLATFORMS, Channel, Platform
 from apps.core.coherence import Columns, Entries
-from apps.core.markdown import markdown_text
 from apps.core.prepared import PreparedLookup
 from apps.posts import selectors
+from apps.posts.serializers import excerpt
 
 # What a page shows of its channel (and its version, read in the same query).
 SITE_FIELDS = (
@@ -125,10 +125,6 @@ def not_found_page(request, channel: Channel) -> HttpResponse:
     return page_in_look(request, channel, "blog/404.html", {"title": "Page not found"}, status=404)
 
 
-def _excerpt(post) -> str:
-    return post.teaser or markdown_text(post.body, limit=EXCERPT_LENGTH)
-
-
 def cursors(request) -> tuple[selectors.PageCursor | None, selectors.PageCursor | None]:
     """The list page's (before, after) cursors; one that is not a cursor is none (the first page)."""
     before = selectors.PageCursor.parse(request.GET.get("before"))
@@ -146,7 +142,7 @@ def listing(
         return not_found_page(request, channel)
     for post in page.posts:
         post.url = channel.post_url(post.slug)
-        post.excerpt = _excerpt(post)
+        post.excerpt = excerpt(post, limit=EXCERPT_LENGTH)
         post.tag_links = [(name, channel.public_url("blog:tag", tag=name)) for name in post.tag_names]
     newsletter_index = channel.platform == Platform.NEWSLETTER and tag is None
     latest = "editions" if channel.platform == Platform.NEWSLETTER else "posts"

@@ -30,9 +30,10 @@ from apps.blog.newsletter_pages import newsletter_confirm, newsletter_unsubscrib
 from apps.blog.site import blog_of_domain, channel_of, cursors, listing, not_found_page, page_in_look, private
 from apps.channels.models import SITE_PLATFORMS, Channel, Platform, normalize_domain
 from apps.core.errors import InvalidInput
-from apps.core.markdown import markdown_text, render_markdown
+from apps.core.markdown import render_markdown
 from apps.posts import selectors
 from apps.posts.models import Post, shown_at
+from apps.posts.serializers import description as post_description
 from apps.publishing.newsletter import services as newsletter
 
 # Where urls.py, feeds.py and the middleware find them.
@@ -92,7 +93,7 @@ def json_ld(data: dict) -> str:
 def _post_page(request, channel: Channel, post, *, preview: bool = False) -> HttpResponse:
     url = channel.post_url(post.slug)
     title = post.meta_title or post.title
-    description = post.meta_description or post.teaser or markdown_text(post.body, limit=DESCRIPTION_LENGTH)
+    description = post_description(post, limit=DESCRIPTION_LENGTH)
     images = [item for item in post.media_items if item.kind == "image"]
     tag_links = [(name, channel.public_url("blog:tag", tag=name)) for name in post.tag_names]
     structured = {

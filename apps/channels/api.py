@@ -45,9 +45,7 @@ class ChannelDetailView(APIView):
         responses={200: ChannelResponseSerializer, **common_errors(not_found=True)},
         tags=["channels"],
     )
+    @representations.cached(channel_version, of="id")
     def get(self, request, id: int):
-        return representations.serve(request, lambda: channel_version(id), lambda: self.computed(request, id))
-
-    def computed(self, request, id: int):
         channel = channel_get(account_id=request.auth.account_id, channel_id=id, listed=True)
         return Response({"data": ChannelDetailSerializer(channel).data})

@@ -1,6 +1,5 @@
 from datetime import UTC, datetime
-from functools import partial
-from operator import itemgetter
+from operator import attrgetter
 
 from django.db.models import prefetch_related_objects
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -15,7 +14,6 @@ from apps.api.request_fields import QueryFilterSerializer, StrictCharField, Stri
 from apps.api.schema import common_errors, error
 from apps.channels.selectors import channel_get, channel_version
 from apps.core.errors import NotFound
-from apps.posts import page_anchors
 from apps.posts.models import (
     EXTERNAL_ID_MAX_LENGTH,
     TAG_NAME_MAX_LENGTH,
@@ -25,7 +23,7 @@ from apps.posts.models import (
     PublicationStatus,
     http_url_validator,
 )
-from apps.posts.selectors import filter_posts, post_channel_version, post_details, rows_with_channel
+from apps.posts.selectors import channel_posts_page, post_channel_version, post_details
 from apps.posts.serializers import (
     PostDetailSerializer,
     PostListItemSerializer,
@@ -138,30 +136,16 @@ class ChannelPostListView(APIView):
         responses={200: PostListItemSerializer(many=True), **common_errors(not_found=True, bad_request=True)},
         tags=["posts"],
     )
+    @representations.cached(channel_version, of="channel_id")
     def get(self, request, channel_id: int):
-        return representations.serve(
-            request, lambda: channel_version(channel_id), lambda: self.computed(request, channel_id)
-        )
-
-    def computed(self, request, channel_id: int):
         filters = PostFilterSerializer.from_query(request.query_params)
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, listed=True)
-        posts = filter_posts(Post.objects.filter(channel_id=channel.pk), **filters).order_by("id")
         paginator = self.pagination_class()
-        own = own_columns(PostListItemSerializer)
-        page = paginator.paginate_queryset(
-            posts.values_list(*own),
-            request,
-            view=self,
-            # Unfiltered, the page counts every post of the channel: the channel's stored number.
-            count=None if filters else channel.posts_count,
-            # Deep pages start from the channel's anchors; filtered lists have none (as before: OFFSET).
-            seek=None if filters else partial(page_anchors.start_of, channel.pk, channel.posts_ids_version),
-            list_key=posts_list_key(channel.pk, filters),
-            id_of=itemgetter(own.index("id")),
-        )
-        rows = rows_with_channel(own, page, channel)
-        return paginator.get_paginated_response(PostListItemSerializer(rows, many=True).data)
+        window = paginator.window(request, list_key=posts_list_key(channel.pk, filters))
+        columns = own_columns(PostListItemSerializer)
+        rows, count = channel_posts_page(channel=channel, filters=filters, window=window, columns=columns)
+        page = paginator.settle(rows, count, id_of=attrgetter("id"))
+        return paginator.get_paginated_response(PostListItemSerializer(page, many=True).data)
 
 
 class ChannelPostDetailView(APIView):
@@ -177,12 +161,8 @@ class ChannelPostDetailView(APIView):
         responses={200: PostResponseSerializer, **common_errors(not_found=True)},
         tags=["posts"],
     )
+    @representations.cached(channel_version, of="channel_id")
     def get(self, request, channel_id: int, id: int):
-        return representations.serve(
-            request, lambda: channel_version(channel_id), lambda: self.computed(request, channel_id, id)
-        )
-
-    def computed(self, request, channel_id: int, id: int):
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, listed=True)
         post = _post_detail(Post.objects.filter(channel_id=channel.pk, pk=id), {channel.pk: channel})
         return Response({"data": post})
@@ -202,10 +182,8 @@ class PostDetailView(APIView):
         responses={200: PostResponseSerializer, **common_errors(not_found=True)},
         tags=["posts"],
     )
+    @representations.cached(post_channel_version, of="id")
     def get(self, request, id: int):
-        return representations.serve(request, lambda: post_channel_version(id), lambda: self.computed(request, id))
-
-    def computed(self, request, id: int):
         return Response({"data": _post_detail(Post.objects.of_account(request.auth.account_id).filter(pk=id))})
 
 

@@ -72,8 +72,11 @@ def _move_batch(
     if after is not None:
         # Each batch goes on from where the last one ended: rescanning from the start would walk
         # over the index entries of every post already moved (still there until vacuum), which
-        # made a run's time grow with the square of its posts.
-        due_posts = due_posts.filter(Q(scheduled_at__gt=after[0]) | Q(scheduled_at=after[0], id__gt=after[1]))
+        # made a run's time grow with the square of its posts. The first condition alone is what
+        # bounds the index scan (the planner cannot start a range from the OR).
+        due_posts = due_posts.filter(scheduled_at__gte=after[0]).filter(
+            Q(scheduled_at__gt=after[0]) | Q(scheduled_at=after[0], id__gt=after[1])
+        )
     due = list(
         due_posts.select_for_update(skip_locked=True, of=("self",))
         .order_by("scheduled_at", "id")

@@ -19,8 +19,11 @@ from django.db.models import Q, QuerySet
 
 from apps.channels.models import Channel
 from apps.channels.selectors import channel_version
+from apps.core import paging
 from apps.core.coherence import Entries, readable
+from apps.core.paging import Window, skipped
 from apps.core.prepared import PreparedLookup
+from apps.posts import page_anchors
 from apps.posts.models import Media, Post, PostQuerySet, PublicationStatus, Tag, shown_at
 from apps.publishing.models import JobAction
 from apps.publishing.selectors import latest_publications
@@ -90,6 +93,21 @@ def filter_posts(
     if updated_since:
         posts = posts.filter(updated_at__gte=updated_since)
     return posts
+
+
+def channel_posts_page(
+    *, channel: Channel, filters: dict, window: Window, columns: tuple[str, ...]
+) -> tuple[list, int]:
+    """The posts list's page: the window's posts of the channel that pass the filters, in id order,
+    as rows with `columns` and the channel; and how many posts the list has. Unfiltered, that is
+    the channel's stored number, and a deep page starts from the channel's anchors (filtered lists
+    have none: they are read by OFFSET)."""
+    posts = filter_posts(Post.objects.filter(channel_id=channel.pk), **filters).order_by("id")
+    count = posts.count() if filters else channel.posts_count
+    start = None
+    if not filters and window.after is None:
+        start = page_anchors.start_of(channel.pk, channel.posts_ids_version, window.offset, skipped(window, count))
+    return rows_with_channel(columns, paging.rows(posts.values_list(*columns), window, count, start), channel), count
 
 
 def rows_with_channel(columns: tuple[str, ...], values: Iterable[tuple], channel: Channel) -> list:

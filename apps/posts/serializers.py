@@ -17,6 +17,7 @@ from rest_framework.serializers import BaseSerializer
 
 from apps.channels.models import Channel
 from apps.channels.serializers import ChannelRefSerializer, ChannelSerializer
+from apps.core.markdown import markdown_text
 from apps.core.serializers import ResponseSerializer, UtcDateTimeField, fields_of
 from apps.posts import selectors
 from apps.posts.models import MediaKind, Post, PublicationStatus
@@ -191,8 +192,25 @@ def document(post: Post, *, action: str, published_at: datetime | None, link: st
         # post's date and says when it changed.
         published_at=post.published_at or published_at or post.updated_at,
         tags=list(post.tags.order_by("name").values_list("name", flat=True)),
-        description=post.meta_description or post.teaser or None,
+        description=description(post),
         teaser=post.teaser,
         updated_at=post.updated_at if action == JobAction.UPDATE else None,
         link=link,
     )
+
+
+# --- What readers are shown of a post before its body: the blog's lists, its pages' descriptions,
+# the feed, the front matter's `description`.
+
+
+def excerpt(post, *, limit: int) -> str:
+    """The post in a list: its teaser, else the beginning of its body as plain text."""
+    return post.teaser or markdown_text(post.body, limit=limit)
+
+
+def description(post, *, limit: int | None = None) -> str | None:
+    """The post's description (search results, shares, front matter): its meta description, else
+    its teaser, else (given a `limit`) the beginning of its body; None when it has none."""
+    if post.meta_description or post.teaser or limit is None:
+        return post.meta_description or post.teaser or None
+    return markdown_text(post.body, limit=limit)

@@ -277,16 +277,16 @@ def test_a_read_racing_a_write_never_stores_an_old_representation_under_the_new_
     post = PostFactory(channel=ChannelFactory(account=account), title="Before")
     url = f"/v1/channels/{post.channel_id}/posts"
     data_read, write_done = threading.Event(), threading.Event()
-    rows_with_channel = posts_api.rows_with_channel
+    channel_posts_page = posts_api.channel_posts_page
 
-    def slow_rows(*args, **kwargs):
-        rows = rows_with_channel(*args, **kwargs)
+    def slow_rows(**kwargs):
+        rows = channel_posts_page(**kwargs)
         if threading.current_thread().name == "reader":
             data_read.set()
             write_done.wait(10)
         return rows
 
-    monkeypatch.setattr(posts_api, "rows_with_channel", slow_rows)
+    monkeypatch.setattr(posts_api, "channel_posts_page", slow_rows)
     answers = {}
 
     def read():

@@ -94,16 +94,16 @@ def test_an_edited_post_shows_at_the_next_read(world):
 
 
 def test_concurrent_misses_of_one_page_compute_it_once(world, monkeypatch):
-    from apps.posts.api import ChannelPostListView
+    from apps.posts import api
 
     computed = []
-    original = ChannelPostListView.computed
+    original = api.channel_posts_page
 
-    def counted(self, request, channel_id):
+    def counted(**kwargs):
         computed.append(1)
-        return original(self, request, channel_id)
+        return original(**kwargs)
 
-    monkeypatch.setattr(ChannelPostListView, "computed", counted)
+    monkeypatch.setattr(api, "channel_posts_page", counted)
     barrier = threading.Barrier(6)
     answers = []
 
