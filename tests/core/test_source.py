@@ -1,3 +1,5 @@
+import importlib.util
+
 import pytest
 
 from apps.core import source
@@ -43,3 +45,14 @@ def test_the_digest_is_the_same_for_the_same_code(tree):
 
 def test_the_service_s_own_tree_is_what_is_digested():
     assert (source.SOURCE / "posts" / "serializers.py").is_file()
+
+
+def test_the_shaping_modules_are_every_module_of_the_service_none_listed_by_hand():
+    assert {"apps.posts.serializers", "apps.channels.serializers", "apps.api.representations", "apps.blog.site"} <= set(
+        source.SHAPING_MODULES
+    )
+    assert len(source.SHAPING_MODULES) == len(list(source.SOURCE.rglob("*.py")))
+    # Each names a module Python can import: the digest covers the code that runs.
+    assert all(
+        importlib.util.find_spec(name) is not None for name in source.SHAPING_MODULES if "migrations" not in name
+    )
