@@ -22,7 +22,8 @@ from django.utils.functional import cached_property
 from django.views.decorators.http import require_safe
 
 from apps.blog import pages
-from apps.blog.views import channel_of, resource_of
+from apps.blog.site import channel_of
+from apps.blog.views import resource_of
 from apps.core.markdown import render_markdown
 from apps.posts import selectors
 

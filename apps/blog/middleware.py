@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
-from apps.blog.views import blog_of_domain
+from apps.blog.site import blog_of_domain
 from apps.channels.models import DOMAIN_URLCONF
 from apps.core.hosts import accepted_domain
 

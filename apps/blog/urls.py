@@ -5,7 +5,7 @@ root (domain_urls.py)."""
 
 from django.urls import path
 
-from apps.blog import feeds, views
+from apps.blog import feeds, newsletter_pages, views
 
 app_name = "blog"
 
@@ -27,7 +27,9 @@ urlpatterns = [
     path("robots.txt", views.robots, name="robots"),
     path("blog-domains/check", views.domain_check, name="domain_check"),
     path("preview/<int:post_id>/", views.preview, name="preview"),
-    path("newsletter/confirm/<slug:token>/", views.newsletter_confirm, name="newsletter_confirm"),
-    path("newsletter/unsubscribe/<slug:token>/", views.newsletter_unsubscribe, name="newsletter_unsubscribe"),
+    path("newsletter/confirm/<slug:token>/", newsletter_pages.newsletter_confirm, name="newsletter_confirm"),
+    path(
+        "newsletter/unsubscribe/<slug:token>/", newsletter_pages.newsletter_unsubscribe, name="newsletter_unsubscribe"
+    ),
     *blog_pages("blog/<slug:handle>/"),
 ]

@@ -26,7 +26,6 @@ from django.views.decorators.http import require_http_methods, require_safe
 from apps.api import ratelimit
 from apps.blog import pages
 from apps.blog.forms import SubscribeForm
-from apps.blog.newsletter_pages import newsletter_confirm, newsletter_unsubscribe
 from apps.blog.site import blog_of_domain, channel_of, cursors, listing, not_found_page, page_in_look, private
 from apps.channels.models import SITE_PLATFORMS, Channel, Platform, normalize_domain
 from apps.core.errors import InvalidInput
@@ -37,7 +36,6 @@ from apps.posts.serializers import description as post_description
 from apps.publishing.newsletter import services as newsletter
 
 # Where urls.py, feeds.py and the middleware find them.
-__all__ = ["blog_of_domain", "channel_of", "newsletter_confirm", "newsletter_unsubscribe", "resource_of"]
 
 DESCRIPTION_LENGTH = 160
 

@@ -1,8 +1,6 @@
 from django.db import models
 from django.utils import timezone
 
-from apps.core.outbox import unleased as unleased  # re-exported: the lease is the outboxes' common rule
-
 
 class JobAction(models.TextChoices):
     PUBLISH = "publish", "Publish"

@@ -10,7 +10,6 @@ from django.utils import timezone
 from apps.core.events import event_types
 from apps.core.fields import JSONField
 from apps.core.outbox import retry_delay
-from apps.core.outbox import unleased as unleased  # re-exported: the lease is the outboxes' common rule
 
 # Every app's events, read from the registry where each app declares its own (apps.core.events):
 # as Event.kind's choices (labelled "Post Published", as the migrations have them), and under the

@@ -16,7 +16,7 @@ from apps.core.errors import InvalidInput
 from apps.posts.services import post_create, post_publish_now, post_update_content
 from apps.publishing import services as publishing_services
 from apps.publishing.git.models import GitDestination
-from apps.publishing.git.repository import Remote, parse_remote
+from apps.publishing.git.remote import Remote, parse_remote
 from apps.publishing.git.services import GitSettings, git_destination_check, git_destination_save
 from apps.publishing.models import PublicationJob
 from apps.publishing.services import channel_run

@@ -16,7 +16,9 @@ from django.conf import settings
 from apps.core import crypto
 from apps.publishing.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
 from apps.publishing.git import repository
+from apps.publishing.git.failures import describe_failure, did_not_answer
 from apps.publishing.git.models import GitDestination
+from apps.publishing.git.remote import Credentials, parse_remote
 from apps.publishing.models import JobAction
 
 PLACEHOLDERS = ("slug", "id", "year", "month", "day")
@@ -130,8 +132,8 @@ def commit_message(verb: str, title: str, *, post_id: int, job_id: int) -> str:
 class GitPublisher:
     def __init__(self, destination: GitDestination) -> None:
         self.setup = destination
-        self.remote = repository.parse_remote(destination.repository_url)
-        self.credentials = repository.Credentials(
+        self.remote = parse_remote(destination.repository_url)
+        self.credentials = Credentials(
             token=destination.token(), token_username=destination.token_username,
             ssh_key=destination.ssh_key(), known_hosts=destination.known_hosts,
         )  # fmt: skip
@@ -151,7 +153,7 @@ class GitPublisher:
     def _timeout(self, job: JobContext) -> float:
         remaining = job.deadline - time.monotonic()
         if remaining <= 0:
-            raise PublishError(repository.did_not_answer())
+            raise PublishError(did_not_answer())
         return remaining
 
     def _connect(self, job: JobContext):
@@ -180,7 +182,7 @@ class GitPublisher:
                             continue
                         return Outcome(reference=commit.decode(), path=kept_path)
         except Exception as exc:
-            raise repository.describe_failure(exc, self.remote, branch) from exc
+            raise describe_failure(exc, self.remote, branch) from exc
 
     def publish(self, job: JobContext, document: Document) -> Outcome:
         target = render_template(
@@ -254,7 +256,7 @@ class GitPublisher:
                     f"{when:%Y-%m-%d %H:%M} UTC."
                 )
         except Exception as exc:
-            raise repository.describe_failure(exc, self.remote, self.setup.branch) from exc
+            raise describe_failure(exc, self.remote, self.setup.branch) from exc
 
 
 def load(channel_id: int) -> GitPublisher | None:

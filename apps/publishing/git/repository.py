@@ -28,27 +28,8 @@ from urllib3.util import Retry
 
 from apps.core import addresses
 from apps.publishing.destinations import PublishError
-from apps.publishing.git.failures import describe_failure, did_not_answer
-from apps.publishing.git.remote import Credentials, Remote, keyscan_command, parse_remote
+from apps.publishing.git.remote import Credentials, Remote
 from apps.publishing.git.ssh import ssh_client
-
-# Where the callers (destination, services, tests) have always found them.
-__all__ = [
-    "BranchMoved",
-    "Credentials",
-    "Head",
-    "Remote",
-    "cached_copy",
-    "check_host",
-    "commit_and_push",
-    "connect",
-    "describe_failure",
-    "did_not_answer",
-    "fetch_head",
-    "keyscan_command",
-    "parse_remote",
-    "read_file",
-]
 
 USER_AGENT = "ContentPublishingService-Git/1.0"
 FILE_MODE = stat.S_IFREG | 0o644

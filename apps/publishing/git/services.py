@@ -17,6 +17,7 @@ from apps.publishing.destinations import PublishError
 from apps.publishing.git import repository
 from apps.publishing.git.destination import GitPublisher, check_path_template
 from apps.publishing.git.models import DEFAULT_PATH_TEMPLATE, DEFAULT_TOKEN_USERNAME, GitDestination
+from apps.publishing.git.remote import keyscan_command, parse_remote
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class GitSettings:
 def git_settings_check(settings: GitSettings) -> None:
     """InvalidInput naming the field of the first thing wrong with the set-up."""
     try:
-        remote = repository.parse_remote(settings.repository_url)
+        remote = parse_remote(settings.repository_url)
     except PublishError as exc:
         raise field_error("repository_url", "invalid", exc.message) from None
     problem = repository.check_host(remote)
@@ -85,12 +86,12 @@ def git_destination_save(
         if key and "PRIVATE KEY" not in key:
             raise field_error("ssh_key", "invalid", "Paste the whole private key (-----BEGIN ... PRIVATE KEY-----).")
         destination.ssh_key_encrypted = crypto.encrypt(key) if key else ""
-    remote = repository.parse_remote(destination.repository_url)
+    remote = parse_remote(destination.repository_url)
     if remote.kind == "ssh" and not destination.known_hosts.strip():
         raise field_error(
             "known_hosts", "required",
             f"An ssh repository needs its host's public key: paste the output of "
-            f"`{repository.keyscan_command(remote)}`.",
+            f"`{keyscan_command(remote)}`.",
         )  # fmt: skip
     destination.save()
     return destination

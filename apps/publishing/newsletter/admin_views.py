@@ -22,7 +22,7 @@ from apps.channels.models import Channel, Platform
 from apps.core.admin import add_input_error, page_url, scoped
 from apps.core.errors import DomainError, InvalidInput
 from apps.publishing.destinations import Document, subject
-from apps.publishing.newsletter import message, sending, services
+from apps.publishing.newsletter import editions, message, services
 from apps.publishing.newsletter.admin_forms import ImportForm, LiftForm
 from apps.publishing.newsletter.csv_import import OPEN_OPTIONS, import_csv
 from apps.publishing.newsletter.models import Edition, Newsletter
@@ -255,7 +255,7 @@ class EditionPages:
         edition = self._edition(request, object_id, self._may_decide)
         if request.method == "POST":
             try:
-                count = sending.edition_send_uncertain(edition=edition)
+                count = editions.edition_send_uncertain(edition=edition)
             except DomainError as exc:
                 self.message_user(request, f"Nothing was sent: {exc.message}", messages.ERROR)
             else:

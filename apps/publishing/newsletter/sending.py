@@ -42,7 +42,6 @@ from apps.publishing.newsletter import message
 from apps.publishing.newsletter.editions import (
     edition_freeze,
     edition_recount,
-    edition_send_uncertain,
     finish_if_done,
     next_due_in,
     recover,
@@ -58,8 +57,6 @@ from apps.publishing.newsletter.models import (
     email_hash,
 )
 from apps.publishing.newsletter.services import newsletter_of, suppress, suppressions_of
-
-__all__ = ["NewsletterPublisher", "Sender", "edition_freeze", "edition_recount", "edition_send_uncertain"]
 
 logger = logging.getLogger(__name__)
 

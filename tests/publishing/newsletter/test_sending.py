@@ -17,8 +17,9 @@ from apps.posts.services import post_create, post_publish_now, post_set_status, 
 from apps.publishing.destinations import JobContext, PublishError
 from apps.publishing.models import PublicationJob
 from apps.publishing.newsletter import editions
+from apps.publishing.newsletter.editions import edition_send_uncertain
 from apps.publishing.newsletter.models import Delivery, Edition, Subscriber, SuppressionReason
-from apps.publishing.newsletter.sending import NewsletterPublisher, edition_send_uncertain
+from apps.publishing.newsletter.sending import NewsletterPublisher
 from apps.publishing.newsletter.services import suppress
 from apps.publishing.selectors import latest_publications
 from apps.publishing.services import channel_run

@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.publishing.destinations import subject
 from apps.publishing.models import PublicationJob
-from apps.publishing.newsletter import sending
+from apps.publishing.newsletter import editions
 from apps.publishing.newsletter.models import (
     Delivery,
     DeliveryState,
@@ -93,11 +93,11 @@ def edition_of(post, **states: list[int]) -> Edition:
     """The post's edition as its send freezes it (one record per confirmed reader), then the records
     at these positions settled in these states, as a sender would leave them."""
     document = subject().document(post_id=post.pk, action="publish", published_at=None)
-    edition = sending.edition_freeze(channel=post.channel, job_id=0, document=document)
+    edition = editions.edition_freeze(channel=post.channel, job_id=0, document=document)
     records = list(Delivery.objects.filter(edition=edition).order_by("id").values_list("id", flat=True))
     for state, positions in states.items():
         Delivery.objects.filter(pk__in=[records[i] for i in positions]).update(state=state, error=f"{state} here")
-    sending.edition_recount(edition_id=edition.pk)
+    editions.edition_recount(edition_id=edition.pk)
     edition.refresh_from_db()
     return edition
 
