@@ -159,3 +159,9 @@ def markdown_text(body: str, *, limit: int | None = None, paragraphs: bool = Fal
         cut = text[: limit - 1].rsplit(" ", 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
         text = cut.rstrip(" ,.;:") + "…"
     return text
+
+
+def summary(teaser: str, body: str, *, limit: int | None = None, paragraphs: bool = False) -> str:
+    """What a post says before its body is read (a blog's list, a LinkedIn post, an inbox's preview
+    line): its teaser, else its body as plain text, read as `markdown_text` reads it."""
+    return (teaser or "").strip() or markdown_text(body, limit=limit, paragraphs=paragraphs)

@@ -17,7 +17,7 @@ from rest_framework.serializers import BaseSerializer
 
 from apps.channels.models import Channel
 from apps.channels.serializers import ChannelRefSerializer, ChannelSerializer
-from apps.core.markdown import markdown_text
+from apps.core.markdown import markdown_text, summary
 from apps.core.serializers import ResponseSerializer, UtcDateTimeField, fields_of
 from apps.posts import selectors
 from apps.posts.models import MediaKind, Post, PublicationStatus
@@ -205,7 +205,7 @@ def document(post: Post, *, action: str, published_at: datetime | None, link: st
 
 def excerpt(post, *, limit: int) -> str:
     """The post in a list: its teaser, else the beginning of its body as plain text."""
-    return post.teaser or markdown_text(post.body, limit=limit)
+    return summary(post.teaser, post.body, limit=limit)
 
 
 def description(post, *, limit: int | None = None) -> str | None:

@@ -1,7 +1,7 @@
 """A post's body as plain text that keeps its shape (markdown_text(paragraphs=True), the text of a
 LinkedIn post): a reader sees the paragraphs, lists and code as written, without any markup."""
 
-from apps.core.markdown import markdown_text
+from apps.core.markdown import markdown_text, summary
 
 
 def test_paragraphs_are_separated_by_one_blank_line():
@@ -63,3 +63,18 @@ def test_without_paragraphs_the_text_is_still_one_line():
 
     assert markdown_text(body) == "Title Para one soft. a b quote x y"
     assert "\n" not in markdown_text(body, limit=20)
+
+
+# --- summary: one rule for the blog's lists, LinkedIn's commentary and an edition's preview line
+
+
+def test_a_summary_is_the_teaser_when_there_is_one_whatever_the_limit():
+    assert summary("  A short teaser. ", "# Body\n\nLong text " * 50, limit=10) == "A short teaser."
+
+
+def test_a_summary_without_a_teaser_is_the_bodys_text_cut_at_the_limit():
+    assert summary("", "# Heading\n\nSome **bold** words here.", limit=16) == "Heading Some…"
+
+
+def test_a_teaser_of_only_spaces_is_no_teaser():
+    assert summary(" \n ", "First paragraph.\n\nSecond.", paragraphs=True) == "First paragraph.\n\nSecond."

@@ -10,7 +10,7 @@ hashtags are the format's own `#word` elements.
 
 import re
 
-from apps.core.markdown import markdown_text
+from apps.core.markdown import summary
 from apps.publishing.destinations import Document, PublishError
 
 # LinkedIn's limit on a post's text, in characters (as sent: escapes count).
@@ -40,7 +40,7 @@ def hashtags(tags: list[str]) -> str:
 
 def _parts(document: Document, *, escaped: bool) -> str:
     keep = escape if escaped else str
-    text = document.teaser.strip() or markdown_text(document.body, paragraphs=True)
+    text = summary(document.teaser, document.body, paragraphs=True)
     parts = [keep(" ".join(document.title.split())), keep(text)]
     if document.link:
         parts.append(link(document.link) if escaped else document.link)

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from apps.channels.models import DEFAULT_ACCENT_COLOR
-from apps.core.markdown import markdown_text, render_markdown
+from apps.core.markdown import markdown_text, render_markdown, summary
 from apps.publishing.newsletter.services import sender_address
 
 # Where each recipient's own unsubscribe address goes in the rendered parts.
@@ -75,7 +75,7 @@ def render(*, channel, document) -> Rendered:
         # The permalinks after headings lead within the post's page; an e-mail is not that page.
         "body_html": render_markdown(document.body, anchors=False),
         "text": markdown_text(document.body, paragraphs=True, links=True),
-        "preheader": one_line(document.teaser) or markdown_text(document.body, limit=PREHEADER_LENGTH),
+        "preheader": one_line(summary(document.teaser, document.body, limit=PREHEADER_LENGTH)),
         "channel_url": channel.url,
         "archive_url": channel.post_url(document.slug),
         "unsubscribe_url": UNSUBSCRIBE_MARK,
