@@ -274,7 +274,7 @@ def make_reader(name: str, email: str):
     """An enterprise account (no rate limit) with an editor and a key that reads channels and
     posts; (account, raw key)."""
     from apps.accounts.models import Scope
-    from apps.accounts.services import api_key_create
+    from apps.users.credentials import api_key_create
     from apps.users.models import Role, User
 
     account = make_account(name)

@@ -18,8 +18,6 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from apps.accounts.models import ApiKey, split_api_key
-from apps.accounts.services import api_key_touch
 from apps.api.pagination import cursor_after
 from apps.api.ratelimit import enforce_account_budget
 from apps.blog import pages as blog_pages
@@ -30,6 +28,8 @@ from apps.posts import selectors as post_selectors
 from apps.posts.api import posts_list_key
 from apps.posts.models import Media, Post, Tag
 from apps.posts.services import post_update_content
+from apps.users.credentials import api_key_touch
+from apps.users.models import ApiKey, split_api_key
 
 COMPACT = {"separators": (",", ":"), "ensure_ascii": False}  # the bytes DRF's JSONRenderer writes
 
@@ -47,7 +47,7 @@ def _utc(value) -> str | None:
 
 
 # The key with its account and user, read from the database on every request: the plain-Django
-# lookup (apps.accounts.selectors.api_key_find reads it from Redis, which is what the endpoints are
+# lookup (apps.users.selectors.api_key_find reads it from Redis, which is what the endpoints are
 # measured against). The same query the service makes on a miss, compiled once per process.
 _key_by_prefix = PreparedLookup(
     ApiKey,

@@ -8,7 +8,6 @@ from apps.api import health
 from apps.api.views import UnknownPathView
 
 v1 = [
-    path("", include("apps.accounts.urls")),
     path("", include("apps.channels.urls")),
     path("", include("apps.posts.urls")),
     path("", include("apps.publishing.newsletter.urls")),
@@ -24,7 +23,6 @@ urlpatterns = [
     path(settings.ADMIN_URL, admin.site.urls),
     path("v1/", include(v1)),
     # Web pages: single sign-on, sign-in and invitations.
-    path("", include("apps.accounts.web_urls")),
     path("", include("apps.users.web_urls")),
     # The blog channels' public site (and the Settings area's previews).
     path("", include("apps.blog.urls")),

@@ -3,9 +3,9 @@ from datetime import timedelta
 import factory
 from django.utils import timezone
 
-from apps.accounts.models import ALL_SCOPES, Account, ApiKey
+from apps.accounts.models import ALL_SCOPES, Account
 from apps.core import crypto
-from apps.users.models import Role, User, default_permissions_for
+from apps.users.models import ApiKey, Role, User, default_permissions_for
 
 
 class AccountFactory(factory.django.DjangoModelFactory):

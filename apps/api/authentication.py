@@ -1,9 +1,9 @@
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from apps.accounts.selectors import api_key_find
-from apps.accounts.services import api_key_touch
 from apps.api.ratelimit import enforce_account_budget
+from apps.users.credentials import api_key_touch
+from apps.users.selectors import api_key_find
 
 INVALID_KEY_MESSAGE = "Invalid API key provided."
 

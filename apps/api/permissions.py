@@ -1,7 +1,6 @@
 from rest_framework import exceptions, permissions
 
-from apps.accounts.models import ApiKey
-from apps.users.models import Role
+from apps.users.models import ApiKey, Role
 
 
 def required_scope_of(view, method: str) -> str | None:

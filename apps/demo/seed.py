@@ -10,10 +10,10 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounts.models import ALL_SCOPES, Account, ApiKey, Plan, Scope
-from apps.accounts.services import api_key_create, api_key_revoke
+from apps.accounts.models import ALL_SCOPES, Account, Plan, Scope
 from apps.demo.content import seed_content
-from apps.users.models import Role, User, default_permissions_for
+from apps.users.credentials import api_key_create, api_key_revoke
+from apps.users.models import ApiKey, Role, User, default_permissions_for
 
 DEMO_KEY_PREFIX = "demo:"
 OPERATOR_EMAIL = "operator@example.com"

@@ -11,9 +11,9 @@ from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from apps.accounts.models import is_local_path
 from apps.core import step_up
 from apps.core.errors import DomainError
+from apps.core.local_paths import is_local_path
 from apps.users.services import password_link_send
 
 

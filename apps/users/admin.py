@@ -1,11 +1,18 @@
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.template.response import TemplateResponse
+from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 
-from apps.core.admin import DomainErrorsAsMessages, SettingsModelAdmin, also_read_only, run_on_selected
+from apps.accounts.models import ALL_SCOPES
+from apps.core.admin import DomainErrorsAsMessages, SettingsModelAdmin, also_read_only, page_url, run_on_selected
 from apps.core.step_up import StepUp
-from apps.users.models import Permission, Status, User
+from apps.users.credentials import api_key_create, api_key_revoke
+from apps.users.models import ApiKey, Permission, SsoToken, SsoTokenState, Status, User
 from apps.users.services import UPDATABLE_FIELDS, user_create, user_delete, user_invite, user_update
 
 
@@ -146,3 +153,159 @@ class UserAdmin(DomainErrorsAsMessages, SettingsModelAdmin):
     @admin.action(description="Send the invitation e-mail again", permissions=["change"])
     def resend_invitation(self, request, queryset):
         self._each(request, queryset, lambda user: user_invite(user=user), "Sent an invitation to")
+
+
+# --- API keys and SSO tokens (listed under Accounts, their Django app: models/credentials.py) -----
+
+
+class ApiKeyForm(forms.ModelForm):
+    scopes = forms.MultipleChoiceField(
+        choices=[(s, s) for s in ALL_SCOPES], widget=forms.CheckboxSelectMultiple, required=False
+    )
+    expires_at = forms.DateTimeField(
+        required=False, help_text="Leave empty for the default lifetime (API_KEY_DEFAULT_TTL_DAYS)."
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = ("account", "user", "name", "scopes", "expires_at")
+
+    def clean(self):
+        cleaned = super().clean()
+        account, user = cleaned.get("account"), cleaned.get("user")
+        if account and user and user.account_id != account.id:
+            self.add_error("user", "The key's user must belong to the key's account.")
+        return cleaned
+
+
+class ShownOnce:
+    """A secret for a page to show: written out in full where the template puts it, but never in a
+    repr, which is what reaches logs (the template engine logs a failed variable lookup, at DEBUG,
+    with the whole context)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def __str__(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<secret, shown once>"
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(SettingsModelAdmin):
+    form = ApiKeyForm
+    list_display = ("name", "display_key", "account", "user", "scope_list", "expires_at", "last_used_at", "state")
+    list_filter = ("account",)
+    search_fields = ("name", "prefix", "user__email")
+    readonly_fields = ("display_key", "last_used_at", "revoked_at", "created_at")
+    list_select_related = ("account", "user")
+    actions = ["revoke_selected"]
+    # Keys are access: an SSO session confirms its password before it sees, makes or revokes one.
+    step_up = StepUp.EVERY_PAGE
+
+    def get_readonly_fields(self, request, obj=None):
+        # Owner and account are fixed once the key exists: moving a key would hand its access on.
+        fields = super().get_readonly_fields(request, obj)
+        return also_read_only(fields, "account", "user") if obj else fields
+
+    @admin.display(description="scopes")
+    def scope_list(self, obj: ApiKey) -> str:
+        return ", ".join(obj.scopes) or "—"
+
+    @admin.display(description="state")
+    def state(self, obj: ApiKey) -> str:
+        if obj.revoked_at:
+            return "revoked"
+        return "active" if obj.is_usable() else "expired"
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        created, raw = api_key_create(
+            account=obj.account,
+            user=obj.user,
+            name=obj.name,
+            scopes=form.cleaned_data["scopes"],
+            expires_at=form.cleaned_data.get("expires_at"),
+        )
+        obj.pk, obj._state.adding = created.pk, False
+        for field in ("prefix", "key_hash", "scopes", "expires_at", "created_at"):
+            setattr(obj, field, getattr(created, field))
+        # For response_add to show, on this request's copy of the object only: never stored,
+        # never put in a message (messages travel in a cookie).
+        obj._raw_key = raw
+
+    def response_add(self, request, obj, post_url_continue=None):
+        """The key, once, on the answer to the POST that created it, whichever save button was
+        pressed: a redirect could carry it to the next page only in the session or a cookie."""
+        may_view = self.has_view_or_change_permission
+        preserved = {"preserved_filters": self.get_preserved_filters(request), "opts": self.opts}
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "API key created",
+            "opts": self.opts,
+            "api_key": obj,
+            "raw_key": ShownOnce(vars(obj).pop("_raw_key")),
+            "change_url": page_url(self, "change", quote(obj.pk)) if may_view(request, obj) else None,
+            "changelist_url": add_preserved_filters(preserved, page_url(self, "changelist"))
+            if may_view(request)
+            else None,
+            "add_url": add_preserved_filters(preserved, page_url(self, "add"))
+            if self.has_add_permission(request)
+            else None,
+        }
+        response = TemplateResponse(request, "admin/accounts/apikey/created.html", context)
+        add_never_cache_headers(response)  # no copy of the page, and so of the key, in any cache
+        return response
+
+    @admin.action(description="Revoke selected API keys", permissions=["change"])
+    def revoke_selected(self, request, queryset):
+        count = run_on_selected(
+            self, request, queryset.filter(revoked_at__isnull=True), lambda api_key: api_key_revoke(api_key=api_key)
+        )
+        self.message_user(request, f"Revoked {count} key(s) at {timezone.now():%Y-%m-%d %H:%M} UTC.")
+
+
+class SsoTokenStateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return SsoTokenState.choices
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == SsoTokenState.USED:
+            return queryset.filter(used_at__isnull=False)
+        if self.value() == SsoTokenState.EXPIRED:
+            return queryset.filter(used_at__isnull=True, expires_at__lte=now)
+        if self.value() == SsoTokenState.UNUSED:
+            return queryset.filter(used_at__isnull=True, expires_at__gt=now)
+        return queryset
+
+
+@admin.register(SsoToken)
+class SsoTokenAdmin(SettingsModelAdmin):
+    """Read-only: tokens are created through POST /v1/sso_tokens and their secret is never stored."""
+
+    list_display = ("id", "user", "account", "state", "created_at", "expires_at", "used_at", "api_key")
+    list_filter = (SsoTokenStateFilter, "account")
+    search_fields = ("user__email",)
+    list_select_related = ("user", "account", "api_key")
+    fields = ("account", "user", "api_key", "redirect_to", "state", "created_at", "expires_at", "used_at")
+    readonly_fields = fields
+
+    @admin.display(description="state")
+    def state(self, obj: SsoToken) -> str:
+        return SsoTokenState(obj.state()).label
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -1,8 +1,10 @@
 """How a user looks from outside: the Users endpoints show subsets of `UserSerializer`, and the
-webhook payload `data.user` is all of it (`user_payload`). Nothing secret is ever in it."""
+webhook payload `data.user` is all of it (`user_payload`). Nothing secret is ever in it. Below them,
+how an API key's account and token (`/v1/me`) and a new SSO token look."""
 
 from rest_framework import serializers
 
+from apps.core.serializers import ResponseSerializer, UtcDateTimeField
 from apps.users.events import UserEvent
 from apps.users.models import LoginMethod, Permission, User
 
@@ -114,3 +116,36 @@ class UserEventSerializer(serializers.Serializer):
     timestamp = serializers.DateTimeField()
     account = EventAccountSerializer()
     data = UserEventDataSerializer()
+
+
+# --- an API key and the SSO tokens it makes -----------------------------------------------------
+
+
+class AccountRefSerializer(ResponseSerializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class TokenSerializer(ResponseSerializer):
+    name = serializers.CharField()
+    scopes = serializers.ListField(child=serializers.CharField())
+    expires_at = UtcDateTimeField()
+
+
+class MeSerializer(ResponseSerializer):
+    """Renders an object with the attributes `account` and `token` (the API key)."""
+
+    account = AccountRefSerializer()
+    token = TokenSerializer()
+
+
+class SsoUserSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    email = serializers.EmailField()
+
+
+class SsoTokenSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="The one-time token; shown only in this response.")
+    login_url = serializers.URLField(help_text="Open this in the user's browser to sign them in.")
+    expires_at = serializers.DateTimeField()
+    user = SsoUserSerializer()

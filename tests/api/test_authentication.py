@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.accounts.models import ApiKey
+from apps.users.models import ApiKey
 from tests.factories import AccountFactory, ApiKeyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

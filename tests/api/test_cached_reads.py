@@ -13,9 +13,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.accounts.models import ApiKey
-from apps.accounts.services import api_key_revoke
 from apps.core import coherence
+from apps.users.credentials import api_key_revoke
+from apps.users.models import ApiKey
 from tests.factories import ApiKeyFactory, ChannelFactory, PostFactory
 
 pytestmark = [

@@ -20,8 +20,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from apps.accounts.models import ApiKey
-from apps.accounts.selectors import api_key_find
 from apps.channels import selectors as channel_selectors
 from apps.channels.models import Channel
 from apps.core import coherence
@@ -32,6 +30,8 @@ from apps.publishing import destinations
 from apps.publishing import services as publishing_services
 from apps.publishing.destinations import DestinationKind, Outcome
 from apps.publishing.services import channel_run
+from apps.users.models import ApiKey
+from apps.users.selectors import api_key_find
 from apps.users.services import user_record_login
 from tests.conftest import admin_session
 from tests.factories import (

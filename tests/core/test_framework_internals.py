@@ -52,7 +52,7 @@ from rest_framework.request import Request
 from rest_framework.views import set_rollback
 from urllib3.connection import HTTPConnection, HTTPSConnection
 
-from apps.accounts.models import Account, ApiKey
+from apps.accounts.models import Account
 from apps.api.ratelimit import CounterStore
 from apps.api.sign_in_limits import LoginFailureCounters, LoginThrottleBackend
 from apps.blog.pages import template_files
@@ -65,7 +65,7 @@ from apps.core.serializers import ResponseSerializer, UtcDateTimeField, fields_o
 from apps.posts.models import Post
 from apps.posts.serializers import TagSerializer, own_columns
 from apps.users.api import UserCreateSerializer
-from apps.users.models import User
+from apps.users.models import ApiKey, User
 from apps.webhooks.models import Delivery, Event
 from config import web
 from config.storage import StaticFilesStorage
@@ -155,7 +155,7 @@ def test_the_backends_integer_ranges_are_the_bounds_a_prepared_lookup_checks_a_v
 
 
 def test_concrete_fields_are_the_models_own_columns_in_the_order_from_db_takes_them(django_assert_num_queries):
-    where = "apps/accounts/selectors.py (the key's cache entry), apps/blog/site.py, apps/webhooks/outbox.py"
+    where = "apps/users/selectors.py (the key's cache entry), apps/blog/site.py, apps/webhooks/outbox.py"
     for model in (ApiKey, Account, User, Channel, Post):
         columns = [field.attname for field in model._meta.get_fields() if field.concrete and not field.many_to_many]
         assert [field.attname for field in model._meta.concrete_fields] == columns, redo(
@@ -271,7 +271,7 @@ def test_a_counters_seconds_left_are_read_from_the_cache_that_holds_it():
     )
 
 
-# --- Django's admin: apps/core/admin.py, apps/posts/admin.py, apps/accounts/admin.py ----------------
+# --- Django's admin: apps/core/admin.py, apps/posts/admin.py, apps/users/admin.py ----------------
 
 
 def test_a_post_saved_in_the_admin_with_an_empty_slug_gets_one_from_its_title(admin_client):
@@ -308,7 +308,7 @@ def test_a_list_refuses_a_lookup_none_of_its_filters_makes(admin_client):
 
 
 def test_the_admin_helpers_quote_ids_find_fields_and_keep_the_lists_filters():
-    where = "apps/core/admin.py, apps/accounts/admin.py (django.contrib.admin's undocumented helpers)"
+    where = "apps/core/admin.py, apps/users/admin.py (django.contrib.admin's undocumented helpers)"
     assert (quote("a/b_c"), unquote("a_2Fb_5Fc")) == ("a_2Fb_5Fc", "a/b_c"), redo(where, "quote/unquote changed")
     assert get_fields_from_path(Post, "channel__account")[-1].related_model is Account, redo(where, "fields path")
     context = {"preserved_filters": urlencode({"_changelist_filters": "q=x"}), "opts": ApiKey._meta}

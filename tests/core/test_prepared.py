@@ -5,9 +5,9 @@ import uuid
 import pytest
 from django.db import transaction
 
-from apps.accounts.models import ApiKey
-from apps.accounts.selectors import api_key_find
 from apps.core.prepared import PreparedLookup
+from apps.users.models import ApiKey
+from apps.users.selectors import api_key_find
 from apps.webhooks.models import Delivery
 from apps.webhooks.services import event_emit
 from tests.factories import ApiKeyFactory, WebhookEndpointFactory

@@ -1,10 +1,10 @@
 from django.contrib.auth.models import Group
 
-from apps.accounts.models import Account, ApiKey, SsoToken
+from apps.accounts.models import Account
 from apps.channels.models import Channel, Team
 from apps.core.scoping import account_path, of_account
 from apps.posts.models import ApiPublication, Media, Post, Tag
-from apps.users.models import User
+from apps.users.models import ApiKey, SsoToken, User
 from apps.webhooks.models import Attempt, Delivery, Event, WebhookEndpoint
 from tests.factories import MediaFactory
 

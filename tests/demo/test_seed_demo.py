@@ -7,8 +7,8 @@ from django.core.management import call_command
 from django.test import RequestFactory
 from rest_framework.test import APIClient
 
-from apps.accounts.models import Account, ApiKey
-from apps.users.models import User
+from apps.accounts.models import Account
+from apps.users.models import ApiKey, User
 
 pytestmark = pytest.mark.django_db
 

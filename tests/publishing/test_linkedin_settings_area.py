@@ -21,7 +21,6 @@ from apps.publishing.linkedin.models import LinkedInConnection
 from apps.publishing.linkedin.services import connection_author_set, connection_lost, connection_save
 from apps.publishing.models import PublicationJob
 from apps.users.models import Role
-from tests.accounts.test_sso_step_up import PASSWORD, asks_for_password, sso_browser
 from tests.conftest import admin_session
 from tests.factories import (
     AccountFactory,
@@ -32,6 +31,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.publishing.test_settings_area import messages_of, text_of
+from tests.users.test_sso_step_up import PASSWORD, asks_for_password, sso_browser
 
 pytestmark = pytest.mark.django_db
 

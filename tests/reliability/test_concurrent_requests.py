@@ -8,8 +8,8 @@ import requests
 from django.contrib.sessions.models import Session
 from django.utils import timezone
 
-from apps.accounts import services as account_services
 from apps.posts import workflow
+from apps.users import credentials as account_services
 from apps.webhooks.models import Event
 from tests.conftest import requires_postgres, run_together
 from tests.factories import ApiKeyFactory, ApiPublicationFactory, ChannelFactory, SsoTokenFactory, UserFactory

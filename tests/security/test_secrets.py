@@ -14,7 +14,7 @@ from django.conf import settings
 from django.test import Client
 from pythonjsonlogger.json import JsonFormatter
 
-from apps.accounts.models import ApiKey, SsoToken
+from apps.users.models import ApiKey, SsoToken
 from apps.webhooks.models import Delivery, WebhookEndpoint
 from apps.webhooks.services import delivery_attempt
 from tests.conftest import free_port

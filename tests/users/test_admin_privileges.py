@@ -7,10 +7,10 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.test import Client
 
-from apps.accounts.models import ApiKey, Scope
+from apps.accounts.models import Scope
 from apps.channels.models import Channel, Team
 from apps.posts.models import Tag
-from apps.users.models import Role, Status, default_permissions_for
+from apps.users.models import ApiKey, Role, Status, default_permissions_for
 from apps.webhooks.models import WebhookEndpoint
 from tests.conftest import admin_session
 from tests.factories import (

@@ -21,9 +21,9 @@ from apps.webhooks.services import (
     endpoint_rotate_secret,
     endpoint_save,
 )
-from tests.accounts.test_sso_step_up import asks_for_password, sso_browser
 from tests.conftest import admin_session, settings_loaded
 from tests.factories import AdminUserFactory, ApiKeyFactory
+from tests.users.test_sso_step_up import asks_for_password, sso_browser
 from tests.webhooks.verifying import service_verifier, standard_verifier, start
 
 pytestmark = pytest.mark.django_db

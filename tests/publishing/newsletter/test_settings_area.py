@@ -27,7 +27,6 @@ from apps.publishing.newsletter.models import (
 )
 from apps.publishing.newsletter.services import subscriber_unsubscribe, suppress
 from apps.users.models import Role
-from tests.accounts.test_sso_step_up import PASSWORD, asks_for_password, sso_browser
 from tests.conftest import admin_session
 from tests.factories import (
     AccountFactory,
@@ -42,6 +41,7 @@ from tests.factories import (
 )
 from tests.publishing.newsletter.test_subscribers_api import record_confirmations
 from tests.publishing.test_settings_area import messages_of, text_of
+from tests.users.test_sso_step_up import PASSWORD, asks_for_password, sso_browser
 
 pytestmark = pytest.mark.django_db
 

@@ -1,3 +1,6 @@
+"""The endpoints of an API key itself: `/v1/me` (its account and token) and `/v1/sso_tokens` (the
+one-time sign-in links it makes for the account's users). The Users endpoints are in api.py."""
+
 from types import SimpleNamespace
 from urllib.parse import urlencode
 
@@ -9,16 +12,17 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.models import LOCAL_PATH_PATTERN, Scope, validate_local_path
-from apps.accounts.serializers import MeSerializer, SsoTokenSerializer
-from apps.accounts.services import sso_token_create
+from apps.accounts.models import Scope
 from apps.api.permissions import require_account_admin
 from apps.api.request_fields import StrictCharField, StrictEmailField, StrictSerializer
 from apps.api.schema import common_errors, error, user_events
 from apps.core.errors import NotFound
+from apps.core.local_paths import LOCAL_PATH_PATTERN, validate_local_path
+from apps.users.credentials import sso_token_create
 from apps.users.events import UserEvent
 from apps.users.models import USER_ID_MAX_DIGITS, parse_user_id
 from apps.users.selectors import user_of_account
+from apps.users.serializers import MeSerializer, SsoTokenSerializer
 
 
 @extend_schema_field(

@@ -4,8 +4,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from apps.accounts.models import SsoToken
-from apps.users.models import Status
+from apps.users.models import SsoToken, Status
 from tests.factories import SsoTokenFactory
 
 pytestmark = pytest.mark.django_db
@@ -76,7 +75,7 @@ def test_a_token_expires_after_the_ttl(admin_key, client_for, client, settings, 
     raw = client_for(admin_key).post("/v1/sso_tokens", {"user_id": str(admin_key.user_id)}, format="json")
     raw = raw.json()["data"]["token"]
     later = timezone.now() + timedelta(seconds=61)
-    monkeypatch.setattr("apps.accounts.services.timezone.now", lambda: later)
+    monkeypatch.setattr("apps.users.credentials.timezone.now", lambda: later)
     assert_error_page(redeem(client, raw), 410, "sso_token_expired", client)
 
 

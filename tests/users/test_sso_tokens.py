@@ -4,9 +4,8 @@ import pytest
 from dateutil.parser import isoparse
 from django.utils import timezone
 
-from apps.accounts.models import SsoToken, hash_secret
-from apps.accounts.services import sso_tokens_prune
-from apps.users.models import Role, Status
+from apps.users.credentials import sso_tokens_prune
+from apps.users.models import Role, SsoToken, Status, hash_secret
 from tests.factories import ApiKeyFactory, SsoTokenFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

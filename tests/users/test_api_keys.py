@@ -7,9 +7,9 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from apps.accounts.models import ApiKey
-from apps.accounts.services import api_key_create, api_key_revoke
 from apps.core.errors import InvalidInput
+from apps.users.credentials import api_key_create, api_key_revoke
+from apps.users.models import ApiKey
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

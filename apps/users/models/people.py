@@ -206,7 +206,7 @@ class User(AbstractBaseUser):
         related_name="users",
         null=True,
         blank=True,
-        help_text="The organisation the user belongs to; empty only for site operators.",
+        help_text="The account the user belongs to; empty only for site operators.",
     )
     email = models.EmailField(unique=True)
     name = models.CharField(max_length=200, blank=True)

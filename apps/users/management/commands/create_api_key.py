@@ -4,10 +4,10 @@ from datetime import UTC, timedelta
 from django.core.management.base import CommandParser
 from django.utils import timezone
 
-from apps.accounts.models import Account, ApiKey
-from apps.accounts.services import api_key_create
+from apps.accounts.models import Account
 from apps.core.commands import Failure, JsonCommand
-from apps.users.models import User
+from apps.users.credentials import api_key_create
+from apps.users.models import ApiKey, User
 
 
 def days(value: str) -> int:

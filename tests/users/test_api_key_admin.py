@@ -13,8 +13,8 @@ from django.core import signing
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from apps.accounts import admin as accounts_admin
-from apps.accounts.models import ApiKey
+from apps.users import admin as users_admin
+from apps.users.models import ApiKey
 from tests.conftest import admin_session
 from tests.factories import AccountFactory, AdminUserFactory, UserFactory
 
@@ -29,14 +29,14 @@ def created_keys(monkeypatch) -> list[str]:
     """The raw keys the admin has the service (api_key_create) make, as the service returned them:
     what must be on the page and nowhere else, whatever the page shows."""
     made: list[str] = []
-    create = accounts_admin.api_key_create
+    create = users_admin.api_key_create
 
     def spy(**kwargs):
         key, raw = create(**kwargs)
         made.append(raw)
         return key, raw
 
-    monkeypatch.setattr(accounts_admin, "api_key_create", spy)
+    monkeypatch.setattr(users_admin, "api_key_create", spy)
     return made
 
 

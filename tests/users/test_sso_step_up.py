@@ -10,12 +10,11 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from apps.accounts.models import ApiKey
-from apps.accounts.services import sso_token_create
 from apps.core import step_up
 from apps.core.errors import Forbidden
 from apps.publishing.git.models import GitDestination
-from apps.users.models import Role, User
+from apps.users.credentials import sso_token_create
+from apps.users.models import ApiKey, Role, User
 from apps.users.services import PASSWORD_LINK_SENT
 from tests.factories import (
     AdminUserFactory,

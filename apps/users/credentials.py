@@ -1,3 +1,6 @@
+"""Every change to API keys and SSO tokens: creating, revoking and using them (their models are in
+models/credentials.py). Users themselves change in services.py."""
+
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -5,11 +8,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounts.models import ALL_SCOPES, Account, ApiKey, SsoToken, hash_secret, validate_local_path
+from apps.accounts.models import ALL_SCOPES, Account
 from apps.core.coherence import claim
 from apps.core.errors import DomainError, Forbidden, Gone, NotFound
+from apps.core.local_paths import validate_local_path
 from apps.core.validation import field_error
-from apps.users.models import ROLE_RANK, User
+from apps.users.models import ROLE_RANK, ApiKey, SsoToken, User, hash_secret
 
 
 @transaction.atomic
