@@ -21,6 +21,7 @@ from django.views.decorators.csrf import csrf_exempt
 from apps.api.pagination import cursor_after
 from apps.api.ratelimit import enforce_account_budget
 from apps.blog import pages as blog_pages
+from apps.blog import site as blog_site
 from apps.blog import views as blog_views
 from apps.channels.models import Channel
 from apps.core.prepared import PreparedLookup
@@ -235,7 +236,7 @@ def write(request, channel_id: int):
 
 def _blog(handle: str):
     """The blog by its handle, from the database (the service reads it from Redis while it stands)."""
-    channel = blog_views._by_handle.first(handle)
+    channel = blog_site._by_handle.first(handle)
     if channel is None:
         raise Http404("No such blog.")
     return channel
@@ -243,8 +244,8 @@ def _blog(handle: str):
 
 def blog_index(request, handle: str):
     channel = _blog(handle)
-    before, after = blog_views.cursors(request)
-    page = blog_views._listing(request, channel, tag=None, before=before, after=after)
+    before, after = blog_site.cursors(request)
+    page = blog_site.listing(request, channel, tag=None, before=before, after=after)
     return blog_pages.public_cache_control(blog_pages._validated(page))
 
 

@@ -8,12 +8,12 @@ change can only be right if the change removed the entries it made stale. The te
 (transaction=True): PostgreSQL sends its notifications only when a transaction commits.
 """
 
+import socket
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
-import redis
 from django.conf import settings
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -482,7 +482,7 @@ def redis_away(monkeypatch):
     real = shared.client()
     monkeypatch.setattr(shared, "pending", set())
     monkeypatch.setattr(shared, "paused_until", 0.0)
-    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=1, socket_timeout=1)
+    dead = coherence.connect("redis://127.0.0.1:1")
 
     def away() -> None:
         monkeypatch.setattr(shared, "_client", dead)
@@ -493,6 +493,30 @@ def redis_away(monkeypatch):
         monkeypatch.setattr(shared, "paused_until", 0.0)
 
     return away, back
+
+
+def test_a_call_to_an_unreachable_redis_is_tried_once_and_then_the_store_is_left_alone(monkeypatch):
+    """A server that hangs up on every connection: the call fails after one connection, not after
+    redis-py's own retries, and the next call within the pause makes none."""
+    accepted = []
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+
+        def hang_up() -> None:
+            while True:
+                try:
+                    connection, _ = listener.accept()
+                except OSError:
+                    return
+                accepted.append(connection)
+                connection.close()
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        shared = coherence.Shared()
+        monkeypatch.setattr(shared, "_client", coherence.connect(f"redis://127.0.0.1:{listener.getsockname()[1]}"))
+        assert shared.call(lambda client: client.get("k"), "a read") == (False, None)
+        assert len(accepted) == 1
+        assert shared.call(lambda client: client.get("k"), "a read") == (False, None)
+        assert len(accepted) == 1
 
 
 def test_reads_answer_from_the_database_while_redis_is_unreachable(world, redis_away):
