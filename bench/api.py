@@ -24,6 +24,7 @@ import threading
 import time
 
 from bench import api_profile
+from bench.api_endpoints import LIST_20, LIST_100, ME, POST, api_endpoints
 from bench.common import (
     CONNECTIONS,
     WEB_CONCURRENCY,
@@ -38,10 +39,6 @@ from bench.load import SLICES, measure, start_web
 from bench.sweep import SWEEP, Config, parse_sweep, shipped_defaults, sweep, sweep_verdict
 
 LIST_POSTS = 1000
-LIST_20 = "GET /v1/channels/{id}/posts?per_page=20"
-LIST_100 = "GET /v1/channels/{id}/posts?per_page=100"
-POST = "GET /v1/channels/{id}/posts/{id}"
-ME = "GET /v1/me"
 # Issue 39: (least ratio to the floor's req/s, highest p99 in ms or None), at CONNECTIONS connections.
 TARGETS = {LIST_20: (3, 50), LIST_100: (3, 50), POST: (3, 50), ME: (1.5, None)}
 MIXED = (LIST_20, POST)
@@ -67,17 +64,6 @@ def seed_api() -> dict:
     # For trying things by hand against the bench database after a run.
     (WORK / "seed.json").write_text(json.dumps({"key": key, "channel": channel.pk, "post": post.pk}))
     return {"key": key, "channel": channel.pk, "post": post.pk}
-
-
-def api_endpoints(seed: dict) -> list[tuple[str, str, str]]:
-    """(label, path of the real endpoint, path of its floor)."""
-    channel, post = seed["channel"], seed["post"]
-    return [
-        (LIST_20, f"/v1/channels/{channel}/posts?per_page=20", f"/v1/floor/channels/{channel}/posts?per_page=20"),
-        (LIST_100, f"/v1/channels/{channel}/posts?per_page=100", f"/v1/floor/channels/{channel}/posts?per_page=100"),
-        (POST, f"/v1/channels/{channel}/posts/{post}", f"/v1/floor/channels/{channel}/posts/{post}"),
-        (ME, "/v1/me", "/v1/floor/me"),
-    ]
 
 
 def reader(seed: dict):

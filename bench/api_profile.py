@@ -44,7 +44,7 @@ def main() -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"  # with the floor's routes
     django.setup()
     logging.getLogger("cps.request").setLevel(logging.WARNING)
-    from bench.api import api_endpoints
+    from bench.api_endpoints import api_endpoints
 
     requests = int(sys.argv[1]) if len(sys.argv) > 1 else 50
     seed = json.loads((WORK / "seed.json").read_text())

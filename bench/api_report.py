@@ -3,7 +3,8 @@
 import math
 import os
 
-from bench.api import LIST_20, LIST_100, MIXED_TARGET, TARGETS
+from bench.api import MIXED_TARGET, TARGETS
+from bench.api_endpoints import LIST_20, LIST_100
 from bench.common import CONNECTIONS, WEB_CONCURRENCY, WEB_THREADS, verdict
 from bench.load import MIXED_WRITE_EVERY, ROLES, SETTLE_SECONDS, server_label
 from bench.sweep import sweep_section

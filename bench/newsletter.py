@@ -23,7 +23,7 @@ from email import message_from_bytes, policy
 from pathlib import Path
 
 from bench.common import PYTHON, WORK, Process, fresh_directory, insert_posts, make_account, sql, verdict
-from bench.publishing import enqueue_publish, start_worker
+from bench.publish_jobs import enqueue_publish, start_worker
 
 SUBSCRIBERS = 100_000
 SINK_PORT = 8431

@@ -36,21 +36,15 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.common import WORK, WORKER_CONCURRENCY, Process, fresh_directory, insert_posts, make_account, worker
+from bench.common import WORK, WORKER_CONCURRENCY, Process, fresh_directory, insert_posts, make_account
+from bench.publish_jobs import enqueue_publish, git_channel, start_worker
+from bench.publishing_webhooks import run_webhooks
 
 POSTS = 1000
 REPACK_EVERY = 50  # pushes between two repacks of the remote (git's gc.autoPackLimit)
 PIPELINE_TIMEOUT = 600  # seconds the pipeline's jobs are waited for
 BRANCH = "main"
 PART_WORK = WORK / "publishing"
-
-
-def start_worker(name: str, env: dict | None = None) -> Process:
-    """The Procfile's worker on the bench's queue, with a git cache of this part's own and `env`;
-    started."""
-    started = worker(name, {"GIT_CACHE_DIR": str(PART_WORK / "worker-cache"), **(env or {})})
-    started.wait_for_log(" ready.")
-    return started
 
 
 def bare_repository(path: Path):
@@ -75,42 +69,6 @@ def repack(path: Path) -> None:
 
     with Repo(str(path)) as repo:
         repo.object_store.repack()
-
-
-def git_channel(account, team, title: str, url: str):
-    from apps.channels.models import Channel
-    from apps.publishing.git.services import GitSettings, git_destination_save
-
-    channel = Channel.objects.create(account=account, team=team, title=title, platform="git")
-    git_destination_save(
-        channel=channel,
-        settings=GitSettings(repository_url=url, author_name="Bench Publisher", author_email="bench@example.com"),
-    )
-    return channel
-
-
-def enqueue_publish(post_ids: list[int]) -> float:
-    """One transaction of a publish job for each of the posts (as the content plan writes them);
-    returns its commit time."""
-    from django.db import transaction
-
-    from apps.posts.models import Post
-    from apps.publishing.models import JobAction
-    from apps.publishing.services import JobInput, jobs_enqueue
-
-    posts = Post.objects.filter(pk__in=post_ids).order_by("id").values_list("id", "channel_id", "title")
-    committed: list[float] = []
-    with transaction.atomic():
-        # Registered before the pipeline's own hook (the broker hand-over), so it runs right at COMMIT.
-        transaction.on_commit(lambda: committed.append(time.time()))
-        jobs_enqueue(
-            items=[JobInput(channel_id=channel_id, post_id=pk, title=title, action=JobAction.PUBLISH)
-                   for pk, channel_id, title in posts]
-        )  # fmt: skip
-    return committed[0]
-
-
-# --- 1. the pipeline ------------------------------------------------------------------------------
 
 
 def _wait_succeeded(jobs, n: int, deadline: float, publisher: Process) -> None:
@@ -291,8 +249,6 @@ def bench_publishing(posts: int = POSTS) -> dict:
     floor = run_floor(commits)
     if floor["tree"] != pipeline_tree:
         raise RuntimeError("the floor's branch does not end with the pipeline's tree")
-    from bench.publishing_webhooks import run_webhooks
-
     webhooks = run_webhooks()
     return {
         "measured_at": datetime.now(UTC),

@@ -21,7 +21,7 @@ from bench.common import (
     receiver,
 )
 from bench.isolation import arrival_percentile, emit_stream, ms_text, stream_latencies, wait_arrived
-from bench.publishing import enqueue_publish, git_channel, start_worker
+from bench.publish_jobs import enqueue_publish, git_channel, start_worker
 
 # Ports of this part (the others use 8401-8413): the receiver and the three hanging remotes.
 RECEIVER_PORT = 8421
