@@ -85,13 +85,13 @@ def _due_batch(*, now: datetime, batch_size: int, after: Position | None) -> tup
         Post.objects.filter(
             pk__in=[pk for pk, at in scanned.items() if (pk, at) not in handed_over],
             publication_status=PublicationStatus.SCHEDULED,
-            scheduled_at__lte=now,
         )
         .select_for_update(skip_locked=True, of=("self",))
         .order_by("scheduled_at", "id")
         .values_list("id", "channel__platform", "scheduled_at", "channel_id", "title")
     )
-    # A post rescheduled since the scan is left to the next run, which sees its new time.
+    # A post rescheduled since the scan (to a later time, or another due one) is left to the next
+    # run, which sees its new time.
     due = [row for row in locked if row[2] == scanned[row[0]]]
     last_id, last_at = next(reversed(scanned.items()))
     return due, len(scanned), (last_at, last_id)

@@ -4,19 +4,17 @@ Run here because the floor reaches into the blog's modules, which a refactor may
 
 import pytest
 from django.test import RequestFactory
-from django.utils import timezone
 
 from bench import floor
-from tests.factories import ChannelFactory, PostFactory
+from tests.blog.test_public_site import blog, published
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def blog_post():
-    channel = ChannelFactory(team=None)
-    post = PostFactory(channel=channel, publication_status="published", published_at=timezone.now())
-    return channel, post
+    channel = blog()
+    return channel, published(channel)
 
 
 def test_the_floors_blog_index_and_post_page_are_the_services_pages(client, blog_post):
