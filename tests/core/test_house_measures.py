@@ -1,6 +1,7 @@
 """The measures the house keeps (issue 40): a module of apps/ a newcomer can read at one sitting,
 and no function too tangled to follow (radon's cyclomatic complexity, at most 15: grade C's middle)."""
 
+import configparser
 from pathlib import Path
 
 from radon.complexity import cc_visit
@@ -43,3 +44,33 @@ def test_no_function_of_apps_is_more_complex_than_15():
         if block.complexity > MAX_COMPLEXITY
     }
     assert tangled == {}
+
+
+# --- import cycles: the contracts of .importlinter, which `make lint` checks, are kept, and the
+# acyclic contract accepts no exception but the services <-> tasks pairs and the HTTP modules' use
+# of the HTTP layer (docs/architecture.md, "Import contracts").
+
+ROOT = APPS.parent
+ACCEPTED_CYCLE_EXCEPTIONS = {
+    "apps.webhooks.outbox -> apps.webhooks.tasks",
+    "apps.publishing.services -> apps.publishing.tasks",
+    "apps.publishing.newsletter.services -> apps.publishing.newsletter.tasks",
+    "apps.*.api -> apps.api.*",
+    "apps.publishing.*.api -> apps.api.*",
+    "apps.users.keys_api -> apps.api.*",
+    "apps.*.views -> apps.api.*",
+}
+
+
+def test_every_import_contract_is_kept(monkeypatch):
+    from importlinter.cli import lint_imports
+
+    monkeypatch.chdir(ROOT)
+    assert lint_imports(config_filename=str(ROOT / ".importlinter"), no_cache=True) == 0
+
+
+def test_the_only_import_cycles_accepted_are_services_and_tasks_and_the_http_layer():
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    ignored = config["importlinter:contract:acyclic"]["ignore_imports"].split("\n")
+    assert {line.strip() for line in ignored if line.strip()} == ACCEPTED_CYCLE_EXCEPTIONS
