@@ -589,6 +589,8 @@ GIT_CACHE_DIR = Path(env.str("GIT_CACHE_DIR", default=str(VAR_DIR / "git-cache")
 NEWSLETTER_SEND_RATE = _non_negative_int("NEWSLETTER_SEND_RATE", 50)
 # Recipients a sender takes at a time (one mail-server connection each).
 NEWSLETTER_BATCH_SIZE = _int_between("NEWSLETTER_BATCH_SIZE", 100, 1, 10000)
+# How long the link of a confirmation e-mail confirms; past it, the person subscribes again on the form.
+NEWSLETTER_CONFIRM_TTL = _duration("NEWSLETTER_CONFIRM_TTL", "P7D")
 
 
 def _rate(name: str, default: str) -> tuple[int, int]:

@@ -8,19 +8,13 @@ from django.views.decorators.http import require_http_methods
 from apps.blog.site import page_in_look, private
 from apps.channels.models import Channel
 from apps.publishing.newsletter import services as newsletter
+from apps.publishing.newsletter.confirmation import LinkState, confirm_link_of, subscriber_confirm
 from apps.publishing.newsletter.message import TEST_TOKEN
 from apps.publishing.newsletter.models import Subscriber, SubscriberStatus
 
 
 def _subscriber_of(token: str) -> Subscriber | None:
     return Subscriber.objects.with_token(token).select_related("channel").first()
-
-
-def _is_mailed(subscriber: Subscriber) -> bool:
-    return (
-        subscriber.status == SubscriberStatus.CONFIRMED
-        and newsletter.suppression_of(subscriber.channel, subscriber.email) is None
-    )
 
 
 def _link_page(request, channel: Channel | None, template: str, context: dict, *, status: int = 200) -> HttpResponse:
@@ -41,23 +35,21 @@ def _link_page(request, channel: Channel | None, template: str, context: dict, *
 @require_http_methods(["GET", "HEAD", "POST"])
 def newsletter_confirm(request, token: str) -> HttpResponse:
     """The confirmation e-mail's link. GET (what a mail scanner fetches too) shows a "Confirm"
-    button and changes nothing; its POST confirms."""
-    posted = request.method == "POST"
-    subscriber = newsletter.subscriber_confirm(token=token) if posted else _subscriber_of(token)
-    if subscriber is None:
-        context = {"title": "This link is not valid", "state": "invalid"}
-        return _link_page(request, None, "blog/newsletter_confirm.html", context, status=404)
-    # (posted, mailed from now on): a bounce or a complaint is not lifted by confirming ("refused").
-    states = {(False, False): "ask", (False, True): "already", (True, True): "done", (True, False): "refused"}
-    state = states[posted, _is_mailed(subscriber)]
+    button and changes nothing; its POST confirms. A link nobody has (mistyped, replaced by a newer
+    e-mail's, or ended by an unsubscribe) is 404; one past NEWSLETTER_CONFIRM_TTL, 410."""
+    link = subscriber_confirm(token=token) if request.method == "POST" else confirm_link_of(token=token)
+    channel = link.subscriber.channel if link.subscriber else None
     titles = {
-        "ask": f"Confirm your subscription to {subscriber.channel.title}",
-        "already": "You are subscribed",
-        "done": "You are subscribed",
-        "refused": "This address cannot be subscribed",
+        LinkState.INVALID: "This link is not valid",
+        LinkState.EXPIRED: "This link has expired",
+        LinkState.ASK: f"Confirm your subscription to {channel.title}" if channel else "",
+        LinkState.ALREADY: "You are subscribed",
+        LinkState.DONE: "You are subscribed",
+        LinkState.REFUSED: "This address cannot be subscribed",
     }
-    context = {"title": titles[state], "state": state}
-    return _link_page(request, subscriber.channel, "blog/newsletter_confirm.html", context)
+    status = {LinkState.INVALID: 404, LinkState.EXPIRED: 410}.get(link.state, 200)
+    context = {"title": titles[link.state], "state": str(link.state)}
+    return _link_page(request, channel, "blog/newsletter_confirm.html", context, status=status)
 
 
 @csrf_exempt

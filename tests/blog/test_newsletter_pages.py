@@ -59,7 +59,9 @@ def link_in(message) -> str:
 
 
 def confirm_path(subscriber) -> str:
-    return f"/newsletter/confirm/{subscriber.token}/"
+    """The link of a new confirmation e-mail to this person still to confirm."""
+    token = services.confirm_tokens_issue(subscriber_ids=[subscriber.pk])[subscriber.pk]
+    return f"/newsletter/confirm/{token}/"
 
 
 def unsubscribe_path(subscriber) -> str:
@@ -154,7 +156,9 @@ def test_double_opt_in_end_to_end_through_the_public_page(client, letter, subscr
     assert message.subject == "Confirm your subscription to The Weekly Letter"
     # One link, and nothing the visitor typed: the form cannot carry a bot's text to a stranger.
     link = link_in(message)
-    assert link == f"https://cps.example.com{confirm_path(subscriber)}"
+    # A token of its own, never the one every edition's unsubscribe link carries.
+    assert re.fullmatch(r"https://cps\.example\.com/newsletter/confirm/[A-Za-z0-9_-]{32}/", link)
+    assert subscriber.token not in link
     for typed in (SPAMMY_NAME, "spam.example", "pills"):
         assert typed not in message.subject and typed not in message.body
 
@@ -278,8 +282,11 @@ def test_the_unsubscribe_link_of_a_test_message_says_nothing_was_changed(client,
 
 def test_the_link_pages_are_private_unindexed_script_free_and_leak_no_token(client, letter):
     reader = SubscriberFactory(channel=letter)
+    waiting = SubscriberFactory(channel=letter, status="unconfirmed")
 
-    for path in (confirm_path(reader), unsubscribe_path(reader), "/newsletter/unsubscribe/gone-token/"):
+    confirm = confirm_path(waiting)
+
+    for path in (confirm, unsubscribe_path(reader), "/newsletter/unsubscribe/gone-token/"):
         for response in (client.get(path), client.post(path)):
             page = response.content.decode()
             assert response["Cache-Control"] == "private, no-store"
@@ -292,7 +299,7 @@ def test_the_link_pages_are_private_unindexed_script_free_and_leak_no_token(clie
             assert "form-action 'self'" in policy
             assert "<script" not in page
     # The channel's look: its accent colour in the page's one inline style.
-    assert "--accent:#7c3aed" in client.get(confirm_path(reader)).content.decode()
+    assert "--accent:#7c3aed" in client.get(confirm).content.decode()
     assert "Disallow: /newsletter/" in client.get("/robots.txt").content.decode().splitlines()
 
 
@@ -469,6 +476,9 @@ def test_a_newsletter_on_its_own_domain_takes_subscriptions_there_and_its_links_
 def test_the_newsletters_pages_are_valid_html(client, letter, subscribe, settings, tmp_path):
     settings.NEWSLETTER_SUBSCRIBE_RATE = (2, 3600)
     waiting = SubscriberFactory(channel=letter, status="unconfirmed")
+    late = SubscriberFactory(channel=letter, status="unconfirmed")
+    late_path = confirm_path(late)
+    Subscriber.objects.filter(pk=late.pk).update(confirm_expires_at=timezone.now())
     reader = SubscriberFactory(channel=letter)
     pages = {
         "index": client.get(path_of(letter.public_url())),
@@ -478,6 +488,7 @@ def test_the_newsletters_pages_are_valid_html(client, letter, subscribe, setting
         "confirm": client.get(confirm_path(waiting)),
         "confirmed": client.post(confirm_path(waiting)),
         "confirm-invalid": client.get("/newsletter/confirm/nobody-has-this-token/"),
+        "confirm-expired": client.get(late_path),
         "unsubscribe": client.get(unsubscribe_path(reader)),
         "unsubscribed": client.post(unsubscribe_path(reader)),
         "unsubscribe-gone": client.get("/newsletter/unsubscribe/nobody-has-this-token/"),
@@ -485,7 +496,7 @@ def test_the_newsletters_pages_are_valid_html(client, letter, subscribe, setting
     }
     statuses = {name: response.status_code for name, response in pages.items()}
     assert statuses == {
-        **dict.fromkeys(pages, 200), "form-error": 400, "too-many": 429, "confirm-invalid": 404,
+        **dict.fromkeys(pages, 200), "form-error": 400, "too-many": 429, "confirm-invalid": 404, "confirm-expired": 410,
     }  # fmt: skip
 
     errors = validation_errors({name: response.content for name, response in pages.items()}, tmp_path)

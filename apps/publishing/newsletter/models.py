@@ -24,6 +24,15 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
+def token_hash(token: str) -> str:
+    """How a confirmation link's token is stored: whoever reads the table cannot confirm with it."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+# Longer tokens are nobody's (new_token() makes 32 characters); a URL's token is not hashed past it.
+CONFIRM_TOKEN_MAX_LENGTH = 64
+
+
 class SubscriberStatus(models.TextChoices):
     UNCONFIRMED = "unconfirmed", "Unconfirmed"
     CONFIRMED = "confirmed", "Confirmed"
@@ -49,10 +58,16 @@ class SubscriberQuerySet(models.QuerySet):
         return self.filter(channel__account_id=account_id)
 
     def with_token(self, token: str) -> "SubscriberQuerySet":
-        """The subscriber a link's token names (none for a token no subscriber could have)."""
+        """The subscriber an unsubscribe link's token names (none for a token no subscriber could have)."""
         if not token or len(token) > Subscriber._meta.get_field("token").max_length:
             return self.none()
         return self.filter(token=token)
+
+    def with_confirm_token(self, token: str) -> "SubscriberQuerySet":
+        """The subscriber a confirmation link's token was last issued to (expired or not)."""
+        if not token or len(token) > CONFIRM_TOKEN_MAX_LENGTH:
+            return self.none()
+        return self.filter(confirm_token_hash=token_hash(token))
 
 
 class Subscriber(models.Model):
@@ -62,8 +77,14 @@ class Subscriber(models.Model):
     email = models.EmailField(max_length=254)
     name = models.CharField(max_length=200, blank=True)
     status = models.CharField(max_length=16, choices=SubscriberStatus.choices, default=SubscriberStatus.UNCONFIRMED)
-    # Opaque, per person: the confirmation link and every edition's unsubscribe link carry it.
+    # Opaque, per person, never changed: every edition's unsubscribe link carries it, so the links of
+    # editions sent long ago keep working. It only ever unsubscribes: a forwarded edition holds it.
     token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
+    # The confirmation e-mail's link has a token of its own (its SHA-256 here), issued with each such
+    # e-mail and good until confirm_expires_at. An unsubscribe clears it: after one, no link the
+    # person has subscribes them again, only a new subscription with a new e-mail.
+    confirm_token_hash = models.CharField(max_length=64, null=True, blank=True, unique=True, editable=False)
+    confirm_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     confirmed_at = models.DateTimeField(null=True, blank=True)
     unsubscribed_at = models.DateTimeField(null=True, blank=True)

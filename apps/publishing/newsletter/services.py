@@ -4,8 +4,9 @@ for the API, the public pages, the Settings area and `import_subscribers` alike.
 Double opt-in: a person is mailed editions only once they confirmed (a POST from the link of the
 confirmation e-mail), unless whoever adds them says they opted in elsewhere. The suppression list
 outlives subscribers: an address that unsubscribed, bounced or complained is never turned back on
-by the API or an import; only the person (subscribing again and confirming lifts an unsubscribe)
-or, for a bounce or a complaint, an account admin with a reason, can.
+by the API or an import; only the person (subscribing again on the form and confirming with that
+new e-mail's link lifts an unsubscribe) or, for a bounce or a complaint, an account admin with a
+reason, can. The confirmation link itself is confirmation.py's.
 """
 
 import logging
@@ -35,7 +36,9 @@ from apps.publishing.newsletter.models import (
     Suppression,
     SuppressionReason,
     email_hash,
+    new_token,
     normalize_email,
+    token_hash,
 )
 from apps.publishing.newsletter.serializers import subscriber_webhook_data
 from apps.webhooks.services import event_emit
@@ -164,35 +167,11 @@ def _by_token(token: str) -> Subscriber | None:
 
 
 @transaction.atomic
-def subscriber_confirm(*, token: str) -> Subscriber | None:
-    """The person pressed "Confirm": they are mailed from now on, and an unsubscribe of theirs is
-    lifted. None for a token nobody has (a deleted subscriber's). A bounce or a complaint is not
-    lifted this way: the subscriber stays as they were."""
-    subscriber = _by_token(token)
-    if subscriber is None:
-        return None
-    channel = subscriber.channel
-    reason = suppression_of(channel, subscriber.email)
-    if reason in (SuppressionReason.BOUNCE, SuppressionReason.COMPLAINT):
-        return subscriber
-    if subscriber.status == SubscriberStatus.CONFIRMED and reason is None:
-        return subscriber
-    Suppression.objects.filter(
-        account_id=channel.account_id, channel=channel, email_hash=email_hash(subscriber.email)
-    ).delete()
-    subscriber.status, subscriber.confirmed_at, subscriber.unsubscribed_at = (
-        SubscriberStatus.CONFIRMED, timezone.now(), None,
-    )  # fmt: skip
-    subscriber.save(update_fields=["status", "confirmed_at", "unsubscribed_at"])
-    _emit(SubscriberEvent.CONFIRMED, subscriber)
-    return subscriber
-
-
-@transaction.atomic
 def subscriber_unsubscribe(*, token: str) -> Subscriber | None:
     """The person left (one click in their mail client, or the button of the page). Their address
-    is suppressed for the channel, so nothing turns them back on but themselves. None for a token
-    nobody has: it is a deleted subscriber's, who is mailed nothing anyway."""
+    is suppressed for the channel, and a confirmation link they were sent stops working, so nothing
+    turns them back on but a new subscription of theirs. None for a token nobody has: it is a deleted
+    subscriber's, who is mailed nothing anyway."""
     subscriber = _by_token(token)
     if subscriber is None:
         return None
@@ -200,6 +179,9 @@ def subscriber_unsubscribe(*, token: str) -> Subscriber | None:
         account_id=subscriber.channel.account_id, channel=subscriber.channel, email=subscriber.email,
         reason=SuppressionReason.UNSUBSCRIBED, detail="The person unsubscribed.",
     )  # fmt: skip
+    if subscriber.confirm_token_hash is not None:
+        subscriber.confirm_token_hash = subscriber.confirm_expires_at = None
+        subscriber.save(update_fields=["confirm_token_hash", "confirm_expires_at"])
     if subscriber.status != SubscriberStatus.UNSUBSCRIBED:
         subscriber.status, subscriber.unsubscribed_at = SubscriberStatus.UNSUBSCRIBED, timezone.now()
         subscriber.save(update_fields=["status", "unsubscribed_at"])
@@ -251,13 +233,31 @@ def suppression_lift(*, suppression: Suppression, reason: str, by: str) -> None:
     suppression.delete()
 
 
-def confirmations_send(*, subscriber_ids: list[int]) -> int:
-    """Mail each of these people still to confirm the confirmation e-mail: one link, and nothing a
-    visitor typed (the form must not let bots mail strangers their text). Returns how many were sent;
-    a mail server that fails raises, and the task tries again."""
-    subscribers = Subscriber.objects.select_related("channel").filter(
-        pk__in=subscriber_ids, status__in=[SubscriberStatus.UNCONFIRMED, SubscriberStatus.UNSUBSCRIBED]
+@transaction.atomic
+def confirm_tokens_issue(*, subscriber_ids: list[int]) -> dict[int, str]:
+    """A new confirmation token for each of these people still to confirm, by subscriber id: it
+    replaces the one of an earlier e-mail and confirms until NEWSLETTER_CONFIRM_TTL from now. Only
+    its hash is kept, so the token is in the e-mail alone."""
+    subscribers = list(
+        Subscriber.objects.select_for_update()
+        .filter(pk__in=subscriber_ids, status__in=[SubscriberStatus.UNCONFIRMED, SubscriberStatus.UNSUBSCRIBED])
+        .order_by("pk")
+        .only("pk")
     )
+    expires_at = timezone.now() + settings.NEWSLETTER_CONFIRM_TTL
+    tokens = {subscriber.pk: new_token() for subscriber in subscribers}
+    for subscriber in subscribers:
+        subscriber.confirm_token_hash, subscriber.confirm_expires_at = token_hash(tokens[subscriber.pk]), expires_at
+    Subscriber.objects.bulk_update(subscribers, ["confirm_token_hash", "confirm_expires_at"], batch_size=500)
+    return tokens
+
+
+def confirmations_send(*, subscriber_ids: list[int]) -> int:
+    """Mail each of these people still to confirm the confirmation e-mail: one link (a token of its
+    own), and nothing a visitor typed (the form must not let bots mail strangers their text). Returns
+    how many were sent; a mail server that fails raises, and the task tries again (with new links)."""
+    tokens = confirm_tokens_issue(subscriber_ids=subscriber_ids)
+    subscribers = Subscriber.objects.select_related("channel").filter(pk__in=list(tokens))
     messages, newsletters = [], {}
     for subscriber in subscribers.iterator(chunk_size=500):
         # An import's chunk is one channel's: its settings are read once, not once a person.
@@ -265,7 +265,7 @@ def confirmations_send(*, subscriber_ids: list[int]) -> int:
         newsletters[subscriber.channel_id] = newsletter
         context = {
             "channel": subscriber.channel,
-            "url": f"{settings.SITE_URL}{reverse('blog:newsletter_confirm', args=[subscriber.token])}",
+            "url": f"{settings.SITE_URL}{reverse('blog:newsletter_confirm', args=[tokens[subscriber.pk]])}",
         }
         messages.append(
             mail.EmailMessage(
