@@ -32,6 +32,7 @@ migrate: install
 run: migrate
 	$(PY) manage.py collectstatic --noinput -v0
 	GIT_ALLOW_LOCAL_REPOSITORIES=$${GIT_ALLOW_LOCAL_REPOSITORIES:-true} $(PY) manage.py seed_demo --if-empty
+	@$(PY) -c 'import os, config.settings as s; s.EMAIL_BACKEND == "apps.core.mail_files.EmailBackend" and print(f"E-mails are not sent (no EMAIL_BACKEND set): each is written to {os.path.relpath(s.EMAIL_FILE_PATH)}/ as an .eml file, which a mail client opens, and printed by the worker.")'
 	@# Local trial runs deliver webhooks to receivers on this machine, and publish the demo git
 	@# channel to a local repository under var/, unless told otherwise. honcho gives each process a
 	@# PORT of its own (web's, +100, +200): all of them print and send the web's address (SITE_URL).

@@ -415,17 +415,19 @@ AXES_VERBOSE = False
 DATA_UPLOAD_MAX_MEMORY_SIZE = _positive_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024)
 
 # --- E-mail ---
-# Development prints each e-mail (invitation links included) to the process's output; production
-# sends them over SMTP and refuses the backends that would write them, with their one-time tokens,
-# to a log or a file (or keep them in memory, unsent).
+# Development prints each e-mail (invitation links included) to the process's output and writes it
+# to EMAIL_FILE_PATH as an .eml file of its own (apps/core/mail_files.py); production sends them over
+# SMTP and refuses the backends that would write them, with their one-time tokens, to a log or a
+# file (or keep them in memory, unsent).
 EMAIL_BACKEND = env.str(
     "EMAIL_BACKEND",
-    default="django.core.mail.backends.smtp.EmailBackend"
-    if IS_PRODUCTION
-    else "django.core.mail.backends.console.EmailBackend",
+    default="django.core.mail.backends.smtp.EmailBackend" if IS_PRODUCTION else "apps.core.mail_files.EmailBackend",
 )
+# A relative path is the checkout's, wherever the process was started from.
+EMAIL_FILE_PATH = BASE_DIR / env.str("EMAIL_FILE_PATH", default=str(VAR_DIR / "mail"))
 UNSENT_EMAIL_BACKENDS = {
-    f"django.core.mail.backends.{name}.EmailBackend" for name in ("console", "filebased", "locmem")
+    *(f"django.core.mail.backends.{name}.EmailBackend" for name in ("console", "filebased", "locmem")),
+    "apps.core.mail_files.EmailBackend",
 }
 if IS_PRODUCTION and EMAIL_BACKEND in UNSENT_EMAIL_BACKENDS:
     raise ImproperlyConfigured(

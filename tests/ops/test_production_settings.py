@@ -44,6 +44,7 @@ def test_production_starts_with_the_documented_minimum_and_sends_e_mail_over_smt
         ({"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}, "EMAIL_BACKEND"),
         ({"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend"}, "EMAIL_BACKEND"),
         ({"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"}, "EMAIL_BACKEND"),
+        ({"EMAIL_BACKEND": "apps.core.mail_files.EmailBackend"}, "EMAIL_BACKEND"),
     ],
 )
 def test_production_refuses_unsafe_settings_at_start_up(env, named):
@@ -52,10 +53,10 @@ def test_production_refuses_unsafe_settings_at_start_up(env, named):
     assert named in result.stderr
 
 
-def test_development_prints_e_mails_and_may_debug():
+def test_development_prints_e_mails_and_writes_them_to_files_and_may_debug():
     result = start(DEBUG="true", SECRET_KEY="short")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["django.core.mail.backends.console.EmailBackend", "False", "True"]
+    assert result.stdout.split() == ["apps.core.mail_files.EmailBackend", "False", "True"]
 
 
 def test_the_https_redirect_comes_from_the_environment():
