@@ -38,13 +38,13 @@ class CsvRows:
         try:
             header = next(self.reader)
         except StopIteration:
-            raise _bad_file("The file is empty: its first line must be a header row naming `email`.") from None
+            raise _bad_file('The file is empty: its first line must be a header row naming "email".') from None
         except csv.Error as exc:
             raise _bad_file(f"The header row cannot be read as CSV: {exc}.") from None
         names = [name.strip().lower() for name in header]
         if "email" not in names:
             found = ", ".join(repr(name) for name in header[:10]) or "nothing"
-            raise _bad_file(f"The header row must name an `email` column (and optionally `name`); it has {found}.")
+            raise _bad_file(f'The header row must name an "email" column (and optionally "name"); it has {found}.')
         self.email_at = names.index("email")
         self.name_at = names.index("name") if "name" in names else None
 

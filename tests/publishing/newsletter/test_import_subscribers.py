@@ -11,6 +11,7 @@ from itertools import islice
 import pytest
 
 from apps.publishing.newsletter import services
+from apps.publishing.newsletter.management.commands.import_subscribers import Command as ImportSubscribersCommand
 from apps.publishing.newsletter.models import Subscriber, SuppressionReason
 from apps.publishing.newsletter.services import suppress
 from tests.conftest import json_error
@@ -136,8 +137,13 @@ def test_a_file_without_an_email_column_is_refused_and_adds_nobody(run, newslett
     assert (code, out) == (1, "")
     failure = json_error(err)
     assert failure["code"] == "invalid_file"
-    assert "`email`" in failure["message"]
+    # Said as a person reads it: no Markdown.
+    assert '"email"' in failure["message"] and "`" not in failure["message"]
     assert not Subscriber.objects.exists()
+
+
+def test_the_commands_help_is_plain_text():
+    assert "`" not in ImportSubscribersCommand.help and "`" not in ImportSubscribersCommand.json_help
 
 
 def test_an_unknown_channel_or_one_that_is_not_a_newsletter_is_not_found(run, tmp_path):

@@ -363,7 +363,7 @@ def test_a_file_without_an_email_column_is_refused_and_a_line_not_in_utf8_is_rep
     browser, letter
 ):
     no_header = browser.post(f"{SUBSCRIBERS}import/", {"channel": letter.pk, "file": upload("a@example.com\n")})
-    assert "must name an `email` column" in no_header.context["form"].errors["file"][0]
+    assert 'must name an "email" column' in no_header.context["form"].errors["file"][0]
     assert no_header.context["result"] is None and not Subscriber.objects.exists()
 
     broken = browser.post(

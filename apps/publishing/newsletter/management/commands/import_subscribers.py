@@ -11,8 +11,8 @@ SHOWN_INVALID = 50
 
 class Command(JsonCommand):
     help = (
-        "Add the people of a CSV file to a newsletter channel's list. The header row names `email` and optionally "
-        "`name`; any size is read a row at a time. A bad row is reported by its line and the rest goes on; an address "
+        "Add the people of a CSV file to a newsletter channel's list. The header row names email and optionally "
+        "name; any size is read a row at a time. A bad row is reported by its line and the rest goes on; an address "
         "on the list already, or one that unsubscribed, bounced or complained, is skipped. Without --confirmed each "
         "new person is sent the confirmation e-mail."
     )
