@@ -3,9 +3,13 @@ as an .eml file of its own, which a mail client (here the `email` package) reads
 is: a newsletter's edition as the pipeline makes it, its confirmation e-mail, any other e-mail."""
 
 import email
+import os
+import subprocess
+import sys
 from email.policy import default as default_policy
 
 import pytest
+from django.conf import settings
 from django.core.mail import send_mail
 
 from apps.posts.services import post_create, post_publish_now
@@ -71,3 +75,24 @@ def test_the_embedded_default_writes_e_mails_under_var_mail_unless_told_elsewher
 
     assert default.stdout.split() == ["apps.core.mail_files.EmailBackend", "var/mail"]
     assert elsewhere.stdout.split() == ["apps.core.mail_files.EmailBackend", "var/elsewhere"]
+
+
+def test_make_run_says_where_the_e_mails_are_when_they_are_not_sent():
+    rendered = subprocess.run(
+        ["make", "-n", "run", f"PY={sys.executable}"], cwd=settings.BASE_DIR, capture_output=True, text=True, check=True
+    )
+    [line] = [line for line in rendered.stdout.splitlines() if "EMAIL_FILE_PATH" in line]
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("EMAIL_", "ENVIRONMENT"))}
+
+    def said(**env) -> str:
+        run = subprocess.run(
+            ["/bin/sh", "-c", line], cwd=settings.BASE_DIR, env={**environment, **env}, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    assert said() == (
+        "E-mails are not sent (no EMAIL_BACKEND set): each is written to var/mail/ as an .eml file, which a mail "
+        "client opens, and printed by the worker.\n"
+    )
+    assert said(EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend") == ""
