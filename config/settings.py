@@ -532,8 +532,12 @@ WEBHOOK_ALLOW_PRIVATE_TARGETS = _bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=F
 # endpoint's backlog or hang never takes more than that many of them.
 WEBHOOK_SENDERS = _positive_int("WEBHOOK_SENDERS", 16)
 WEBHOOK_ENDPOINT_CONCURRENCY = _positive_int("WEBHOOK_ENDPOINT_CONCURRENCY", 2)
-# After this many failed attempts in a row an endpoint is held back (one probe per back-off).
+# After this many failed attempts in a row an endpoint is held back: its other deliveries wait, and
+# one probe goes out after each of these delays in turn (the last repeated), whatever the retry delays.
 WEBHOOK_BREAKER_THRESHOLD = _positive_int("WEBHOOK_BREAKER_THRESHOLD", 5)
+WEBHOOK_BREAKER_PROBE_DELAYS = _env_list_of_ints("WEBHOOK_BREAKER_PROBE_DELAYS", "60,300,1800,7200")
+if not WEBHOOK_BREAKER_PROBE_DELAYS:
+    raise ImproperlyConfigured("WEBHOOK_BREAKER_PROBE_DELAYS must name at least one delay (seconds), got none")
 # An endpoint whose every attempt failed for this long is disabled and its account's admins told.
 WEBHOOK_DISABLE_AFTER = _duration("WEBHOOK_DISABLE_AFTER", "P5D")
 # After a rotation the replaced secret still signs deliveries for this long, beside the new one.

@@ -1,8 +1,19 @@
 """The circuit breaker of each endpoint: its failures in a row (counted by
-WebhookEndpoint.record_results) hold it back from WEBHOOK_BREAKER_THRESHOLD on, when its due
+WebhookEndpoint.record_results) hold it back from WEBHOOK_BREAKER_THRESHOLD on, when its
 deliveries wait and one probe at a time goes out; a successful probe releases what waited. An
 endpoint that answers 410 Gone, or has failed every attempt for WEBHOOK_DISABLE_AFTER, is
-disabled, and its account's admins are told."""
+disabled, and its account's admins are told.
+
+The rule (docs/webhooks.md, No endpoint holds up another): every automatic attempt counts
+against its delivery, which fails after its fifth, so a delivery's five attempts are the spec's
+whatever the breaker does. The breaker spares the endpoint's other deliveries: held back, they are
+not attempted, and so keep their attempts. The probe is the oldest waiting delivery, sent on the
+breaker's own back-off (WEBHOOK_BREAKER_PROBE_DELAYS from the opening, then after each failed
+probe; not the retry delays). An outage shorter than the first delay costs the waiting deliveries
+nothing; a long one fails the probe at its fifth counted attempt, and the next oldest becomes the
+probe. The breaker opens at the threshold's failure, so with the default threshold (5, the
+attempts a delivery has) a lone delivery's five attempts are all made on its retry schedule
+before it opens."""
 
 import logging
 from datetime import datetime
@@ -18,7 +29,14 @@ from apps.webhooks.outcomes import Outcome
 logger = logging.getLogger(__name__)
 
 # What the breaker keeps on the endpoint (saved when a batch changed it).
-HEALTH_FIELDS = ("consecutive_failures", "failing_since", "next_probe_at", "enabled", "disabled_reason")
+HEALTH_FIELDS = (
+    "consecutive_failures",
+    "failing_since",
+    "next_probe_at",
+    "failed_probes",
+    "enabled",
+    "disabled_reason",
+)
 
 
 def health(endpoint: WebhookEndpoint) -> list:
@@ -31,7 +49,8 @@ def take_probe(endpoint: WebhookEndpoint, pks: list, *, lease: datetime, now: da
     goes out in order once one succeeds; a message without it waits for the sweeper's probe."""
     probe = oldest_waiting(endpoint.pk, now)
     if probe in pks:
-        # No second probe while this one is out; should its worker die, the next comes after the lease.
+        # No second probe while this one is out; should its worker die, the next comes after the
+        # lease. The lease also marks the batch as the probe when it is recorded.
         WebhookEndpoint.objects.filter(pk=endpoint.pk).update(next_probe_at=lease)
     return [pk for pk in pks if pk == probe], [pk for pk in pks if pk != probe]
 

@@ -74,11 +74,14 @@ class WebhookEndpoint(models.Model):
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
     disabled_reason = models.CharField(max_length=300, blank=True, editable=False)
     # The circuit breaker: failed attempts since the last success, and when the first of them was.
-    # From WEBHOOK_BREAKER_THRESHOLD failures on, the endpoint is held back: its due deliveries wait
-    # and one probe goes out at `next_probe_at`.
+    # From WEBHOOK_BREAKER_THRESHOLD failures on, the endpoint is held back: its deliveries wait
+    # and one probe goes out at `next_probe_at`, on the breaker's own back-off
+    # (WEBHOOK_BREAKER_PROBE_DELAYS), indexed by the probes failed since it opened. Counted apart
+    # from the failures: an attempt already in flight when it opened is no probe.
     consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
     failing_since = models.DateTimeField(null=True, blank=True, editable=False)
     next_probe_at = models.DateTimeField(null=True, blank=True, editable=False)
+    failed_probes = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -102,19 +105,27 @@ class WebhookEndpoint(models.Model):
             return True
         return self.held_back and self.next_probe_at is not None and self.next_probe_at > now
 
-    def record_results(self, results: list[tuple[bool, datetime]], now: datetime) -> None:
-        """Count attempts' successes and failures (in the order made) into the breaker's state."""
+    def record_results(self, results: list[tuple[bool, datetime]], now: datetime, *, probe: bool) -> None:
+        """Count attempts' successes and failures (in the order made) into the breaker's state.
+
+        `probe`: the attempts were the probe of the breaker, open when they were claimed. The next
+        probe is due after the first of WEBHOOK_BREAKER_PROBE_DELAYS when the breaker opens, and
+        after the next one each time a probe fails (the last delay repeats). Other failures while
+        it is open (an attempt claimed before it opened, a manual retry) leave the probe's time
+        as it is, so they neither hurry nor put off the probe."""
+        was_held_back = self.held_back
         for ok, at in results:
             if ok:
-                self.consecutive_failures, self.failing_since, self.next_probe_at = 0, None, None
+                self.clear_failures()
+                was_held_back = False
             else:
                 self.consecutive_failures += 1
                 self.failing_since = self.failing_since or at
-        if self.held_back:
-            # The probes back off as the retries of one delivery do, up to the longest delay.
-            delays = settings.WEBHOOK_RETRY_DELAYS or [settings.WEBHOOK_TIMEOUT]
-            probes = self.consecutive_failures - settings.WEBHOOK_BREAKER_THRESHOLD + 1
-            self.next_probe_at = now + timedelta(seconds=retry_delay(probes, delays, capped=True))
+        if not self.held_back or (was_held_back and not probe):
+            return
+        self.failed_probes = self.failed_probes + 1 if was_held_back else 0
+        delay = retry_delay(self.failed_probes + 1, settings.WEBHOOK_BREAKER_PROBE_DELAYS, capped=True)
+        self.next_probe_at = now + timedelta(seconds=delay)
 
     def previous_secret_valid(self, now: datetime) -> bool:
         expires_at = self.previous_secret_expires_at
@@ -128,8 +139,11 @@ class WebhookEndpoint(models.Model):
     def failing_too_long(self, now: datetime) -> bool:
         return self.failing_since is not None and now - self.failing_since >= settings.WEBHOOK_DISABLE_AFTER
 
+    def clear_failures(self) -> None:
+        self.consecutive_failures, self.failing_since, self.next_probe_at, self.failed_probes = 0, None, None, 0
+
     def clear_health(self) -> None:
-        self.consecutive_failures, self.failing_since, self.next_probe_at = 0, None, None
+        self.clear_failures()
         self.disabled_reason = ""
 
 
@@ -163,8 +177,8 @@ class Delivery(models.Model):
     event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries")
     endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
-    # Automatic attempts made while the endpoint took deliveries: manual retries, and failures while
-    # its breaker holds it back (an outage's, not the delivery's), do not use up the schedule.
+    # Automatic attempts made, a breaker's probe among them: manual retries do not use up the
+    # schedule. The breaker keeps an outage from using up the others' (they are not attempted).
     attempts = models.PositiveSmallIntegerField(default=0, verbose_name="attempts counted")
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     # A worker holds the delivery until then; a crashed worker's hold simply runs out.
@@ -231,7 +245,7 @@ class Attempt(models.Model):
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
     number = models.PositiveSmallIntegerField()
     trigger = models.CharField(max_length=16, choices=AttemptTrigger.choices, default=AttemptTrigger.AUTOMATIC)
-    # Whether it used up one of the delivery's attempts (see Delivery.attempts).
+    # Whether it used up one of the delivery's attempts (see Delivery.attempts): every automatic one.
     counted = models.BooleanField(default=True)
     started_at = models.DateTimeField()
     request_headers = JSONField(default=dict)

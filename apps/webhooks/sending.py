@@ -181,11 +181,11 @@ def _record_batch(
         if endpoint is None:  # deleted meanwhile, with its deliveries
             return []
         health_before, was_held_back = breaker.health(endpoint), endpoint.held_back
-        endpoint.record_results([(outcome.ok, at) for _, outcome, at in sent], now)
-        attempts = [
-            _record(d, outcome, started_at=at, manual=manual, outage=endpoint.held_back, now=now)
-            for d, outcome, at in sent
-        ]
+        # The claim of a probe marks the endpoint with its lease (breaker.take_probe): a batch
+        # claimed before the breaker opened, still in flight then, is no probe.
+        probe = not manual and endpoint.next_probe_at == lease
+        endpoint.record_results([(outcome.ok, at) for _, outcome, at in sent], now, probe=probe)
+        attempts = [_record(d, outcome, started_at=at, manual=manual, now=now) for d, outcome, at in sent]
         Attempt.objects.bulk_create(attempts)
         held = _write_outcomes([delivery for delivery, _, _ in sent], rest, lease)
         breaker.judge(endpoint, [outcome for _, outcome, _ in sent], health_before, now)
@@ -201,15 +201,13 @@ def _record_batch(
     return attempts
 
 
-def _record(
-    delivery: Delivery, outcome: Outcome, *, started_at: datetime, manual: bool, outage: bool, now: datetime
-) -> Attempt:
+def _record(delivery: Delivery, outcome: Outcome, *, started_at: datetime, manual: bool, now: datetime) -> Attempt:
     """Set the delivery's state after an attempt with this outcome; return the attempt (both unsaved).
 
-    `outage`: the endpoint's breaker holds it back after this attempt. Its failure is then the
-    endpoint's, not the delivery's: it uses up none of the delivery's attempts, and the delivery
-    waits for the breaker to close (or for WEBHOOK_MAX_AGE) with its schedule untouched."""
-    counted = not manual and not (outage and not outcome.ok)
+    Every automatic attempt counts against the delivery, a probe's too (the spec's five): it is the
+    breaker that spares an outage's other deliveries, by not attempting them. A manual retry counts
+    for nothing, and leaves the schedule (and a failed delivery's verdict) as it was."""
+    counted = not manual
     if counted:
         delivery.attempts += 1
     delivery.locked_until = None
@@ -220,8 +218,6 @@ def _record(
     else:
         delivery.last_status_code = outcome.status
         delivery.last_error = outcome.error or f"HTTP {outcome.status}"
-        if outage and not manual:
-            delivery.next_attempt_at = now  # first in line when the breaker closes
         delivery.record_failure(now, settings.WEBHOOK_RETRY_DELAYS, automatic=counted)
         if outcome.consequence.gone:
             # The receiver says the URL is gone for good: stop sending to it (shown in the admin).

@@ -75,7 +75,8 @@ def _expire_held(now: datetime) -> int:
 
 def _send_probes(now: datetime) -> int:
     """Hand over the oldest waiting delivery of each endpoint held back whose probe is due (due now
-    whatever retry time it had: a failed probe costs it none of its attempts)."""
+    whatever retry time it had: the breaker's back-off, not the retry delays, times a probe; its
+    attempt counts, so after its fifth the next oldest is the probe)."""
     probe_due = WebhookEndpoint.objects.filter(
         held_back_endpoints(), Q(next_probe_at__isnull=True) | Q(next_probe_at__lte=now), enabled=True
     )

@@ -1,6 +1,7 @@
 """Failing endpoints held back (the circuit breaker), their batches capped, and disabled after
 sustained failure: attempts made in this process against a real receiver on 127.0.0.1."""
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -9,9 +10,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.users.models import Role
-from apps.webhooks import outbox
+from apps.webhooks import outbox, transport
 from apps.webhooks.models import Delivery, DeliveryStatus, WebhookEndpoint
 from apps.webhooks.services import deliveries_attempt, deliveries_sweep, endpoint_save, event_emit
+from tests.conftest import free_port
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -21,6 +23,7 @@ pytestmark = pytest.mark.django_db
 def _breaker(settings):
     settings.WEBHOOK_BREAKER_THRESHOLD = 3
     settings.WEBHOOK_RETRY_DELAYS = [60, 300, 1800, 7200]
+    settings.WEBHOOK_BREAKER_PROBE_DELAYS = [60, 300, 1800, 7200]
 
 
 @pytest.fixture
@@ -68,18 +71,19 @@ def test_the_breaker_opens_after_the_threshold_and_holds_the_rest_unattempted(en
     assert len(receiver.requests) == 3
 
 
-def test_the_failures_that_open_the_breaker_use_up_none_of_their_deliveries_attempts(endpoint, emit_many, receiver):
+def test_the_failures_that_open_the_breaker_count_against_their_deliveries_and_the_held_ones_keep_theirs(
+    endpoint, emit_many, receiver
+):
     receiver.default = (500, 0)
-    ids = emit_many(3)
-    before = timezone.now()
+    ids = emit_many(5)
     deliveries_attempt(delivery_ids=ids)
     assert fresh(endpoint).held_back
-    # The outage is the endpoint's: the deliveries wait for the breaker, first in line, as new.
-    for delivery in Delivery.objects.filter(pk__in=ids):
-        assert delivery.status == DeliveryStatus.PENDING and delivery.attempts == 0
-        assert delivery.last_status_code == 500 and delivery.next_attempt_at >= before
-        [attempt] = delivery.attempt_log.all()  # on record all the same, as not counted
-        assert not attempt.counted and attempt.response_status == 500
+    for delivery in Delivery.objects.filter(pk__in=ids[:3]):
+        assert delivery.status == DeliveryStatus.PENDING and delivery.attempts == 1
+        [attempt] = delivery.attempt_log.all()
+        assert attempt.counted and attempt.response_status == 500
+    # The breaker's work: the rest were not attempted, so they have all five still.
+    assert [d.attempts for d in Delivery.objects.filter(pk__in=ids[3:])] == [0, 0]
 
 
 def test_failures_that_leave_the_endpoint_taking_deliveries_count_against_the_schedule(endpoint, emit_many, receiver):
@@ -123,12 +127,122 @@ def test_one_probe_goes_out_when_its_back_off_has_passed(endpoint, emit_many, re
     # It failed: held back again, for the next, longer back-off.
     assert endpoint.consecutive_failures == 4
     assert timedelta(seconds=290) < endpoint.next_probe_at - timezone.now() <= timedelta(seconds=300)
-    # A failed probe costs its delivery none of its attempts; the next probe is the same delivery.
-    assert Delivery.objects.get(pk=ids[0]).attempts == 0
+    # A failed probe counts against its delivery; the next probe is the same delivery.
+    assert Delivery.objects.get(pk=ids[0]).attempts == 2
     probe_due(endpoint)
     handed_over.clear()
     deliveries_sweep()
     assert handed_over == [ids[0]]
+
+
+def seconds_to_probe(endpoint: WebhookEndpoint) -> float:
+    return round((fresh(endpoint).next_probe_at - timezone.now()).total_seconds(), -1)
+
+
+def test_the_probes_back_off_on_the_breakers_own_delays_not_the_retry_delays(
+    endpoint, emit_many, receiver, handed_over, settings
+):
+    settings.WEBHOOK_RETRY_DELAYS = [1, 1, 1, 1]
+    settings.WEBHOOK_BREAKER_PROBE_DELAYS = [60, 300, 900]
+    receiver.default = (500, 0)
+    ids = emit_many(8)
+    deliveries_attempt(delivery_ids=ids)
+    waits = [seconds_to_probe(endpoint)]
+    # Their retry times come, and still nothing is handed over before the probe is due.
+    due_now(*ids)
+    handed_over.clear()
+    assert deliveries_sweep() == 0 and handed_over == []
+    for _ in range(4):
+        probe_due(endpoint)
+        deliveries_sweep()
+        deliveries_attempt(delivery_ids=handed_over[-1:])
+        waits.append(seconds_to_probe(endpoint))
+    # From the opening, then after each failed probe; the last delay repeats.
+    assert waits == [60, 300, 900, 900, 900]
+    assert fresh(endpoint).failed_probes == 4
+    assert handed_over == [ids[0]] * 4
+
+
+def test_a_probe_fails_its_delivery_at_its_fifth_attempt_and_the_next_oldest_becomes_the_probe(
+    endpoint, emit_many, receiver, handed_over
+):
+    receiver.default = (500, 0)
+    ids = emit_many(4)
+    deliveries_attempt(delivery_ids=ids)  # three fail, and the breaker opens
+    probes = []
+    for _ in range(5):
+        probe_due(endpoint)
+        handed_over.clear()
+        deliveries_sweep()
+        probes.extend(handed_over)
+        deliveries_attempt(delivery_ids=handed_over)
+    assert probes == [ids[0]] * 4 + [ids[1]]
+    first = Delivery.objects.get(pk=ids[0])
+    assert first.status == DeliveryStatus.FAILED and first.attempts == 5
+    assert [r.headers["X-Service-Delivery"] for r in receiver.requests].count(ids[0]) == 5
+    rest = Delivery.objects.filter(pk__in=ids[1:])
+    assert {str(d.pk): (d.status, d.attempts) for d in rest} == {
+        ids[1]: (DeliveryStatus.PENDING, 2),
+        ids[2]: (DeliveryStatus.PENDING, 1),
+        ids[3]: (DeliveryStatus.PENDING, 0),
+    }
+
+
+@pytest.mark.parametrize("dead", ["answers 500", "refuses connections"])
+def test_a_lone_delivery_to_an_endpoint_that_always_fails_is_attempted_exactly_five_times_and_failed(
+    endpoint, emit_many, receiver, handed_over, settings, dead
+):
+    settings.WEBHOOK_BREAKER_THRESHOLD = 5
+    settings.WEBHOOK_RETRY_DELAYS = [1, 1, 1, 1]
+    receiver.default = (500, 0)
+    if dead == "refuses connections":
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(url=f"http://127.0.0.1:{free_port()}/hook")
+    [delivery_id] = emit_many(1)
+    made = []
+    for _ in range(6):
+        due_now(delivery_id)
+        probe_due(endpoint)
+        deliveries_sweep()
+        made += deliveries_attempt(delivery_ids=[delivery_id])
+    delivery = Delivery.objects.get(pk=delivery_id)
+    assert len(made) == 5 and delivery.attempt_log.count() == 5
+    assert delivery.status == DeliveryStatus.FAILED and delivery.attempts == 5
+    if dead == "answers 500":
+        assert [r.headers["X-Service-Delivery"] for r in receiver.requests] == [delivery_id] * 5
+
+
+def test_an_attempt_in_flight_when_the_breaker_opens_is_no_probe_and_leaves_the_probes_time(
+    endpoint, emit_many, receiver, monkeypatch
+):
+    receiver.default = (500, 0)
+    [in_flight] = emit_many(1)
+    first_probe_at = timezone.now() + timedelta(seconds=60)
+    send = transport.send
+
+    def send_while_another_batch_opens_the_breaker(**request):
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+            consecutive_failures=3, failing_since=timezone.now(), next_probe_at=first_probe_at
+        )
+        return send(**request)
+
+    monkeypatch.setattr(transport, "send", send_while_another_batch_opens_the_breaker)
+    deliveries_attempt(delivery_ids=[in_flight])
+    endpoint = fresh(endpoint)
+    assert endpoint.consecutive_failures == 4
+    assert (endpoint.next_probe_at, endpoint.failed_probes) == (first_probe_at, 0)
+    assert Delivery.objects.get(pk=in_flight).attempts == 1  # counted all the same
+
+
+def test_a_failing_manual_retry_is_no_probe_and_counts_for_nothing(endpoint, emit_many, receiver):
+    receiver.default = (500, 0)
+    ids = emit_many(4)
+    deliveries_attempt(delivery_ids=ids)
+    opened = fresh(endpoint)
+    [attempt] = deliveries_attempt(delivery_ids=[ids[3]], manual=True)
+    assert not attempt.counted and Delivery.objects.get(pk=ids[3]).attempts == 0
+    endpoint = fresh(endpoint)
+    assert endpoint.consecutive_failures == 4
+    assert (endpoint.next_probe_at, endpoint.failed_probes) == (opened.next_probe_at, 0)
 
 
 def test_a_message_without_the_oldest_waiting_delivery_sends_no_probe(endpoint, emit_many, receiver, handed_over):
@@ -159,8 +273,9 @@ def test_the_probe_is_the_oldest_delivery_even_while_its_retry_is_not_due(
     assert handed_over[1:] == [second, third]
     deliveries_attempt(delivery_ids=handed_over[1:])
     assert [r.headers["X-Service-Delivery"] for r in receiver.requests[-3:]] == [first, second, third]
+    # The third was held when the second opened the breaker: its one attempt is the one that succeeded.
     attempts = {str(d.pk): d.attempts for d in Delivery.objects.all()}
-    assert attempts == {first: 2, second: 1, third: 1}
+    assert attempts == {first: 2, second: 2, third: 1}
 
 
 def test_a_successful_probe_closes_the_breaker_and_releases_the_backlog_in_order(
@@ -180,11 +295,12 @@ def test_a_successful_probe_closes_the_breaker_and_releases_the_backlog_in_order
     endpoint = fresh(endpoint)
     assert (endpoint.consecutive_failures, endpoint.failing_since, endpoint.next_probe_at) == (0, None, None)
     assert handed_over == ids[1:]
-    # Held, they kept all their attempts; sent now, in order, with the ids they always had.
+    # Sent now, in order, with the ids they always had; the held ones kept all their attempts.
     assert len(deliveries_attempt(delivery_ids=handed_over)) == 6
     sent = [r.headers["X-Service-Delivery"] for r in receiver.requests[-7:]]
     assert sent == ids
-    assert all(d.attempts == 1 for d in Delivery.objects.filter(pk__in=ids))
+    attempts = dict(Delivery.objects.values_list("pk", "attempts"))
+    assert [attempts[uuid.UUID(pk)] for pk in ids] == [2, 2, 2, 1, 1, 1, 1]
     assert not Delivery.objects.filter(status=DeliveryStatus.FAILED).exists()
 
 

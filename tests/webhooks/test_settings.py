@@ -10,7 +10,7 @@ from tests.conftest import settings_loaded
 SHOW = (
     "import json, config.settings as s; print(json.dumps([s.WEBHOOK_DISABLE_AFTER.total_seconds(), "
     "s.WEBHOOK_BREAKER_THRESHOLD, s.WEBHOOK_SENDERS, s.WEBHOOK_ENDPOINT_CONCURRENCY, "
-    "s.WEBHOOK_MAX_AGE.total_seconds()]))"
+    "s.WEBHOOK_MAX_AGE.total_seconds(), s.WEBHOOK_BREAKER_PROBE_DELAYS]))"
 )
 
 
@@ -21,7 +21,13 @@ def load(**env) -> subprocess.CompletedProcess:
 def test_defaults_hold_an_endpoint_back_after_5_failures_keep_its_deliveries_3_days_and_disable_it_after_5():
     result = load()
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == [5 * 24 * 3600, 5, 16, 2, 3 * 24 * 3600]
+    assert json.loads(result.stdout) == [5 * 24 * 3600, 5, 16, 2, 3 * 24 * 3600, [60, 300, 1800, 7200]]
+
+
+def test_the_breakers_probe_delays_are_read_as_seconds():
+    result = load(WEBHOOK_BREAKER_PROBE_DELAYS="5,30")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)[-1] == [5, 30]
 
 
 @pytest.mark.parametrize(
@@ -42,6 +48,9 @@ def test_the_disable_window_is_read_in_seconds_or_iso_8601(value, seconds):
         ("WEBHOOK_BREAKER_THRESHOLD", "0"),
         ("WEBHOOK_SENDERS", "many"),
         ("WEBHOOK_ENDPOINT_CONCURRENCY", "-1"),
+        ("WEBHOOK_BREAKER_PROBE_DELAYS", "a minute"),
+        ("WEBHOOK_BREAKER_PROBE_DELAYS", "60,-300"),
+        ("WEBHOOK_BREAKER_PROBE_DELAYS", ""),
     ],
 )
 def test_bad_values_stop_the_start_up(name, value):
