@@ -1,9 +1,11 @@
 """The webhooks outbox: events and their deliveries written in the transaction of the change they
 report, and handed to the broker only after commit.
 
-Services that change state call `event_emit` (or `events_emit`) inside their own transaction. A
+Services that change state call `event_emit` (or `events_emit`, services.py) inside their own
+transaction; they write here (`events_write`) and hand the deliveries over after commit. A
 rolled-back change sends nothing; a committed one is never lost, because the due time lives in the
-database and the sweeper (upkeep.py) hands over whatever the broker never got.
+database and the sweeper (upkeep.py) hands over whatever the broker never got. The hand-over to
+the broker itself is services.enqueue: only the services reach the tasks (no import cycle).
 """
 
 import logging
@@ -11,7 +13,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -72,8 +73,11 @@ def _insert(model: type, objs: list) -> list:
     return objs
 
 
-def events_emit(*, kind: str, items: Iterable[EventInput], endpoint: WebhookEndpoint | None = None) -> list[Event]:
-    """Write events and one delivery per subscribed, enabled endpoint; enqueue after commit.
+def events_write(
+    *, kind: str, items: Iterable[EventInput], endpoint: WebhookEndpoint | None = None
+) -> tuple[list[Event], list[str]]:
+    """Write events and one delivery per subscribed, enabled endpoint; return the events and the
+    ids of the deliveries to hand to the broker after commit.
 
     Must run inside the caller's transaction. `endpoint` sends to that endpoint only (test events).
     """
@@ -103,10 +107,7 @@ def events_emit(*, kind: str, items: Iterable[EventInput], endpoint: WebhookEndp
         for target in targets_of(event.account_id)
     ]  # fmt: skip
     _insert(Delivery, deliveries)
-    ids = [str(d.id) for d in deliveries if d.enqueued_at is not None]
-    if ids:
-        transaction.on_commit(lambda: enqueue(ids))
-    return events
+    return events, [str(d.id) for d in deliveries if d.enqueued_at is not None]
 
 
 def _targets(kind: str, endpoint: WebhookEndpoint | None) -> Callable[[int], list[WebhookEndpoint]]:
@@ -123,43 +124,6 @@ def _targets(kind: str, endpoint: WebhookEndpoint | None) -> Callable[[int], lis
         return by_account[account_id]
 
     return targets
-
-
-def event_emit(*, account: Account, kind: str, data: dict, post_id: int | None = None) -> Event:
-    return events_emit(kind=kind, items=[EventInput(account=account, data=data, post_id=post_id)])[0]
-
-
-def enqueue(delivery_ids: list[str], *, manual: bool = False) -> None:
-    """Hand deliveries to the broker, WEBHOOK_BATCH_SIZE to a task (manual retries one each). A
-    broker that is down loses nothing: the deliveries are marked as not handed over, and the
-    sweeper hands them over once it is back."""
-    from apps.webhooks.tasks import deliver_webhook, deliver_webhooks
-
-    size = 1 if manual else settings.WEBHOOK_BATCH_SIZE
-    chunks = [delivery_ids[start : start + size] for start in range(0, len(delivery_ids), size)]
-    failed, sent = [], 0
-    try:
-        # One producer for all the messages (Celery would take one from its pool for each), and
-        # without the headers' copy of the arguments for monitoring tools, which cost as much as
-        # the rest of a message.
-        with deliver_webhook.app.producer_or_acquire() as producer:
-            options = {"retry": False, "argsrepr": "", "kwargsrepr": "", "producer": producer}
-            for chunk in chunks:
-                try:
-                    if len(chunk) == 1:
-                        deliver_webhook.apply_async((chunk[0],), {"manual": manual}, **options)
-                    else:
-                        deliver_webhooks.apply_async((chunk,), **options)
-                except Exception as exc:  # the broker's errors vary by transport; none may fail the caller
-                    failed.extend(chunk)
-                    error = exc
-                sent += 1
-    except Exception as exc:  # no producer to be had: what was not tried yet stays for the sweeper
-        failed.extend(delivery_id for chunk in chunks[sent:] for delivery_id in chunk)
-        error = exc
-    if failed:
-        logger.warning("broker unavailable, %d deliveries left for the sweeper: %s", len(failed), error)
-        Delivery.objects.filter(pk__in=failed).update(enqueued_at=None)
 
 
 def mark_handed_over(ids: list, now: datetime) -> list[str]:

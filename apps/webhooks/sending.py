@@ -4,6 +4,7 @@ apps.core.outbox.retry_delay) and the consequences apps/webhooks/outcomes.py giv
 
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import wait
 from datetime import datetime
 from functools import partial
@@ -22,20 +23,21 @@ from apps.webhooks.senders import SenderPool
 
 logger = logging.getLogger(__name__)
 
+# Where deliveries go on to the broker (services.enqueue).
+HandOver = Callable[[list[str]], None]
+
 # What recording an attempt changes on the delivery.
 _OUTCOME_FIELDS = ("status", "attempts", "next_attempt_at", "locked_until", "enqueued_at", "last_status_code",
                    "last_error", "delivered_at", "updated_at")  # fmt: skip
 
 
-def delivery_attempt(*, delivery_id: str, manual: bool = False, **sending) -> Attempt | None:
-    """Make one attempt of a delivery (None when it is not due, another worker holds it, or it
-    did not end within the `patience` given with a `pool`)."""
-    attempts = deliveries_attempt(delivery_ids=[str(delivery_id)], manual=manual, **sending)
-    return attempts[0] if attempts else None
-
-
 def deliveries_attempt(
-    *, delivery_ids: list[str], manual: bool = False, pool: SenderPool | None = None, patience: float | None = None
+    *,
+    delivery_ids: list[str],
+    hand_over: HandOver,
+    manual: bool = False,
+    pool: SenderPool | None = None,
+    patience: float | None = None,
 ) -> list[Attempt]:
     """Make one attempt of each due delivery among `delivery_ids` that no other worker holds and
     whose endpoint may be sent to now, record them, and schedule the next attempts or finish;
@@ -45,16 +47,18 @@ def deliveries_attempt(
     connection to it. Without a `pool` the batches are sent here, one after the other; with one,
     on its threads at the same time, and this waits for them at most `patience` seconds: a batch
     still running then (a receiver that hangs) records its own outcome when it ends, and only the
-    attempts of the batches that ended are returned.
+    attempts of the batches that ended are returned. Each batch, once recorded, passes what waited
+    for its endpoint to `hand_over` (services.enqueue: this module does not reach the tasks).
     """
     started = time.monotonic()
     deliveries = _claim(delivery_ids, manual=manual, now=timezone.now())
     batches: dict[int, list[Delivery]] = {}
     for delivery in deliveries:
         batches.setdefault(delivery.endpoint_id, []).append(delivery)
+    send = partial(_send_batch, manual=manual, started=started, hand_over=hand_over)
     if pool is None:
-        return [a for batch in batches.values() for a in _send_batch(batch, manual=manual, started=started)]
-    futures = [pool.submit(partial(_send_batch, batch, manual=manual, started=started)) for batch in batches.values()]
+        return [attempt for batch in batches.values() for attempt in send(batch)]
+    futures = [pool.submit(partial(send, batch)) for batch in batches.values()]
     done, _ = wait(futures, timeout=patience)
     return [attempt for future in futures if future in done for attempt in future.result()]
 
@@ -136,7 +140,7 @@ def _within_limits(claimable, delivery_ids: list[str], lease: datetime, now: dat
 # --- attempting ------------------------------------------------------------------------------------
 
 
-def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float) -> list[Attempt]:
+def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float, hand_over: HandOver) -> list[Attempt]:
     """Attempt one endpoint's deliveries in order, then record the outcomes.
 
     No further attempt is started once WEBHOOK_TIMEOUT has passed since the claim, after an
@@ -164,7 +168,11 @@ def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float) -> 
         )  # fmt: skip
         sent.append((delivery, outcome, started_at))
         failures = 0 if outcome.ok else failures + 1
-    return _record_batch(endpoint.pk, sent, deliveries[len(sent) :], manual=manual, lease=deliveries[0].locked_until)
+    rest, lease = deliveries[len(sent) :], deliveries[0].locked_until
+    handover, attempts = _record_batch(endpoint.pk, sent, rest, manual=manual, lease=lease)
+    if handover:
+        hand_over(handover)
+    return attempts
 
 
 # --- recording -------------------------------------------------------------------------------------
@@ -172,14 +180,16 @@ def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float) -> 
 
 def _record_batch(
     endpoint_id: int, sent: list, rest: list[Delivery], *, manual: bool, lease: datetime
-) -> list[Attempt]:
+) -> tuple[list[str], list[Attempt]]:
+    """Write a batch's attempts and outcomes and the endpoint's health; return the deliveries
+    that waited for the endpoint, now marked as handed over, and the attempts."""
     now = timezone.now()
     with transaction.atomic():
         # The endpoint's lock orders this after any claim that left deliveries waiting on this
         # batch, so the hand-over below sees them.
         endpoint = WebhookEndpoint.objects.select_for_update().filter(pk=endpoint_id).first()
         if endpoint is None:  # deleted meanwhile, with its deliveries
-            return []
+            return [], []
         health_before, was_held_back = breaker.health(endpoint), endpoint.held_back
         # The claim of a probe marks the endpoint with its lease (breaker.take_probe): a batch
         # claimed before the breaker opened, still in flight then, is no probe.
@@ -196,9 +206,7 @@ def _record_batch(
         logger.warning("%d webhook attempts outlived their lease; their outcomes are not recorded", len(sent) - held)
     for attempt in attempts:
         _log(attempt)
-    if handover:
-        outbox.enqueue(handover)
-    return attempts
+    return handover, attempts
 
 
 def _record(delivery: Delivery, outcome: Outcome, *, started_at: datetime, manual: bool, now: datetime) -> Attempt:

@@ -1,11 +1,14 @@
-"""The webhooks app's services: endpoints (saved, their secret rotated, a test sent) and the
-operator's retries. The sender's parts have one module each, and their public functions are
-importable from here too: the outbox (outbox.py: event_emit, events_emit, enqueue), sending
-(sending.py: delivery_attempt, deliveries_attempt), the breaker (breaker.py) and upkeep
-(upkeep.py: deliveries_sweep, history_prune).
+"""The webhooks app's services: events emitted, deliveries handed to the broker (enqueue), sent
+and swept, endpoints (saved, their secret rotated, a test sent) and the operator's retries.
+
+The sender's parts have one module each: the outbox (outbox.py: the rows), sending (sending.py:
+lease, attempt, record), the breaker (breaker.py) and upkeep (upkeep.py: the sweep, the pruning).
+Only this module reaches the tasks (enqueue; the tasks call back into it, the one accepted import
+cycle): the parts are handed `enqueue` where they pass deliveries on to the broker.
 """
 
 import logging
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
@@ -17,10 +20,11 @@ from apps.core.addresses import check_url
 from apps.core.errors import Conflict
 from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
-from apps.webhooks import outbox
+from apps.webhooks import outbox, sending, upkeep
 from apps.webhooks.events import WebhookEvent
 from apps.webhooks.models import (
     SUBSCRIBABLE_EVENTS,
+    Attempt,
     Delivery,
     DeliveryStatus,
     Event,
@@ -30,9 +34,9 @@ from apps.webhooks.models import (
     new_standard_secret,
     standard_key,
 )
-from apps.webhooks.outbox import COPY_MIN_ROWS, EventInput, enqueue, event_emit, events_emit
-from apps.webhooks.sending import deliveries_attempt, delivery_attempt
-from apps.webhooks.upkeep import deliveries_sweep, history_prune
+from apps.webhooks.outbox import COPY_MIN_ROWS, SWEEP_BATCH, EventInput
+from apps.webhooks.senders import SenderPool
+from apps.webhooks.upkeep import history_prune
 
 __all__ = [
     "COPY_MIN_ROWS", "EventInput", "deliveries_attempt", "deliveries_sweep", "delivery_attempt", "delivery_retry_now",
@@ -43,13 +47,85 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+def events_emit(*, kind: str, items: Iterable[EventInput], endpoint: WebhookEndpoint | None = None) -> list[Event]:
+    """Write events and one delivery per subscribed, enabled endpoint; enqueue after commit.
+
+    Must run inside the caller's transaction. `endpoint` sends to that endpoint only (test events).
+    """
+    events, ids = outbox.events_write(kind=kind, items=items, endpoint=endpoint)
+    if ids:
+        transaction.on_commit(lambda: enqueue(ids))
+    return events
+
+
+def event_emit(*, account: Account, kind: str, data: dict, post_id: int | None = None) -> Event:
+    return events_emit(kind=kind, items=[EventInput(account=account, data=data, post_id=post_id)])[0]
+
+
+def enqueue(delivery_ids: list[str], *, manual: bool = False) -> None:
+    """Hand deliveries to the broker, WEBHOOK_BATCH_SIZE to a task (manual retries one each). A
+    broker that is down loses nothing: the deliveries are marked as not handed over, and the
+    sweeper hands them over once it is back."""
+    from apps.webhooks.tasks import deliver_webhook, deliver_webhooks  # the accepted cycle: the tasks call this module
+
+    size = 1 if manual else settings.WEBHOOK_BATCH_SIZE
+    chunks = [delivery_ids[start : start + size] for start in range(0, len(delivery_ids), size)]
+    failed, sent = [], 0
+    try:
+        # One producer for all the messages (Celery would take one from its pool for each), and
+        # without the headers' copy of the arguments for monitoring tools, which cost as much as
+        # the rest of a message.
+        with deliver_webhook.app.producer_or_acquire() as producer:
+            options = {"retry": False, "argsrepr": "", "kwargsrepr": "", "producer": producer}
+            for chunk in chunks:
+                try:
+                    if len(chunk) == 1:
+                        deliver_webhook.apply_async((chunk[0],), {"manual": manual}, **options)
+                    else:
+                        deliver_webhooks.apply_async((chunk,), **options)
+                except Exception as exc:  # the broker's errors vary by transport; none may fail the caller
+                    failed.extend(chunk)
+                    error = exc
+                sent += 1
+    except Exception as exc:  # no producer to be had: what was not tried yet stays for the sweeper
+        failed.extend(delivery_id for chunk in chunks[sent:] for delivery_id in chunk)
+        error = exc
+    if failed:
+        logger.warning("broker unavailable, %d deliveries left for the sweeper: %s", len(failed), error)
+        Delivery.objects.filter(pk__in=failed).update(enqueued_at=None)
+
+
+def delivery_attempt(
+    *, delivery_id: str, manual: bool = False, pool: SenderPool | None = None, patience: float | None = None
+) -> Attempt | None:
+    """Make one attempt of a delivery (None when it is not due, another worker holds it, or it
+    did not end within the `patience` given with a `pool`)."""
+    attempts = deliveries_attempt(delivery_ids=[str(delivery_id)], manual=manual, pool=pool, patience=patience)
+    return attempts[0] if attempts else None
+
+
+def deliveries_attempt(
+    *, delivery_ids: list[str], manual: bool = False, pool: SenderPool | None = None, patience: float | None = None
+) -> list[Attempt]:
+    """Make one attempt of each due delivery among `delivery_ids` (see sending.deliveries_attempt);
+    what waited for their endpoints is handed to the broker."""
+    return sending.deliveries_attempt(
+        delivery_ids=delivery_ids, manual=manual, pool=pool, patience=patience, hand_over=enqueue
+    )
+
+
+def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
+    """Hand the broker every due delivery it does not hold, and the due probes (upkeep.deliveries_sweep)."""
+    return upkeep.deliveries_sweep(limit=limit, hand_over=enqueue)
+
+
 @transaction.atomic
 def delivery_retry_now(*, delivery: Delivery) -> Delivery:
     """Send again now, keeping the delivery id; works on failed deliveries and records a manual attempt."""
     delivery = Delivery.objects.select_for_update().get(pk=delivery.pk)
     delivery.enqueued_at = timezone.now()
     delivery.save(update_fields=["enqueued_at", "updated_at"])
-    transaction.on_commit(lambda: outbox.enqueue([str(delivery.pk)], manual=True))
+    transaction.on_commit(lambda: enqueue([str(delivery.pk)], manual=True))
     return delivery
 
 

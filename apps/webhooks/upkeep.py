@@ -5,6 +5,7 @@ history. (The e-mail to an account's admins when an endpoint is disabled goes wi
 in breaker.py.)"""
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -20,12 +21,13 @@ from apps.webhooks.outbox import SWEEP_BATCH
 logger = logging.getLogger(__name__)
 
 
-def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
+def deliveries_sweep(*, hand_over: Callable[[list[str]], None], limit: int = SWEEP_BATCH) -> int:
     """Hand the broker every due delivery it does not hold: never handed over (broker down at
     commit), retries whose time has come, ones whose holder died (lease run out), and ones handed
     over too long ago (lost messages); and one probe for each endpoint held back whose back-off
     has passed. Deliveries of endpoints held back or disabled wait; those held back longer than
-    WEBHOOK_MAX_AGE are failed."""
+    WEBHOOK_MAX_AGE are failed. What is handed over goes to `hand_over` (services.enqueue), after
+    the commit of its round."""
     now = timezone.now()
     _expire_held(now)
     stale = now - timedelta(seconds=settings.WEBHOOK_REQUEUE_AFTER)
@@ -46,11 +48,11 @@ def deliveries_sweep(*, limit: int = SWEEP_BATCH) -> int:
             if not ids:
                 break
             handed_over = outbox.mark_handed_over(ids, now)
-        outbox.enqueue(handed_over)
+        hand_over(handed_over)
         total += len(ids)
         if len(ids) < limit:
             break
-    total += _send_probes(now)
+    total += _send_probes(now, hand_over)
     if total:
         logger.info("webhook sweep enqueued=%d", total)
     return total
@@ -73,7 +75,7 @@ def _expire_held(now: datetime) -> int:
     return expired
 
 
-def _send_probes(now: datetime) -> int:
+def _send_probes(now: datetime, hand_over: Callable[[list[str]], None]) -> int:
     """Hand over the oldest waiting delivery of each endpoint held back whose probe is due (due now
     whatever retry time it had: the breaker's back-off, not the retry delays, times a probe; its
     attempt counts, so after its fifth the next oldest is the probe)."""
@@ -88,7 +90,7 @@ def _send_probes(now: datetime) -> int:
     Delivery.objects.filter(pk__in=ids, next_attempt_at__gt=now).update(next_attempt_at=now)
     handed_over = outbox.mark_handed_over(ids, now)
     if handed_over:
-        outbox.enqueue(handed_over)
+        hand_over(handed_over)
     return len(handed_over)
 
 

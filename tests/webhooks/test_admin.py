@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.webhooks import outbox
+from apps.webhooks import services
 from apps.webhooks.models import Attempt, Delivery, DeliveryStatus, Event, WebhookEndpoint
 from apps.webhooks.services import delivery_attempt, event_emit
 from tests.conftest import admin_session
@@ -43,7 +43,7 @@ def run_on_commit(django_capture_on_commit_callbacks):
 def attempts_inline(monkeypatch):
     """Runs each handed-over delivery in this process, as a worker would."""
     monkeypatch.setattr(
-        outbox,
+        services,
         "enqueue",
         lambda ids, manual=False: [delivery_attempt(delivery_id=i, manual=manual) for i in ids],
     )

@@ -3,7 +3,7 @@
 import pytest
 
 from apps.users.models import User
-from apps.webhooks import outbox
+from apps.webhooks import services
 from apps.webhooks.models import Attempt, Delivery, WebhookEndpoint
 from apps.webhooks.services import delivery_attempt
 from tests.conftest import needs_chromium
@@ -25,7 +25,7 @@ def page(browser):
 def attempts_at_once(monkeypatch):
     """The live server's hand-over runs the attempt at once, as a worker would."""
     monkeypatch.setattr(
-        outbox, "enqueue", lambda ids, manual=False: [delivery_attempt(delivery_id=i, manual=manual) for i in ids]
+        services, "enqueue", lambda ids, manual=False: [delivery_attempt(delivery_id=i, manual=manual) for i in ids]
     )
 
 

@@ -7,7 +7,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.webhooks import outbox, services, tasks, transport
+from apps.webhooks import services, tasks, transport
 from apps.webhooks.models import Attempt, Delivery, DeliveryStatus
 from apps.webhooks.services import deliveries_attempt, event_emit
 
@@ -28,7 +28,7 @@ def emit_many(account, endpoint):
 
 @pytest.fixture
 def handed_over(monkeypatch):
-    """The tasks the outbox sends to the broker: (task name, delivery ids)."""
+    """The tasks services.enqueue sends to the broker: (task name, delivery ids)."""
     sent = []
     monkeypatch.setattr(tasks.deliver_webhook, "apply_async", lambda args, kwargs=None, **_: sent.append(("one", args)))
     monkeypatch.setattr(tasks.deliver_webhooks, "apply_async", lambda args, **_: sent.append(("batch", args[0])))
@@ -97,7 +97,7 @@ def test_a_batch_starts_no_attempt_after_the_timeout_and_hands_the_rest_back(
     ids = emit_many(4)
     receiver.script = [(200, 0.6), (200, 0.6)]  # each within the timeout; then the batch's time is up
     handed_back = []
-    monkeypatch.setattr(outbox, "enqueue", lambda delivery_ids, manual=False: handed_back.extend(delivery_ids))
+    monkeypatch.setattr(services, "enqueue", lambda delivery_ids, manual=False: handed_back.extend(delivery_ids))
     attempts = deliveries_attempt(delivery_ids=ids)
     assert [str(a.delivery_id) for a in attempts] == ids[:2]
     assert handed_back == ids[2:]

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.users.models import Role
-from apps.webhooks import outbox, transport
+from apps.webhooks import services, transport
 from apps.webhooks.models import Delivery, DeliveryStatus, WebhookEndpoint
 from apps.webhooks.services import deliveries_attempt, deliveries_sweep, endpoint_save, event_emit
 from tests.conftest import free_port
@@ -30,7 +30,7 @@ def _breaker(settings):
 def handed_over(monkeypatch):
     """Delivery ids the outbox hands to the broker, in order (the test makes the attempts)."""
     sent: list[str] = []
-    monkeypatch.setattr(outbox, "enqueue", lambda delivery_ids, manual=False: sent.extend(delivery_ids))
+    monkeypatch.setattr(services, "enqueue", lambda delivery_ids, manual=False: sent.extend(delivery_ids))
     return sent
 
 

@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.webhooks import outbox, services
+from apps.webhooks import services
 from apps.webhooks.models import Delivery, DeliveryStatus
 
 pytestmark = pytest.mark.django_db
@@ -14,7 +14,7 @@ def handed_over(monkeypatch):
     """Records what the sweeper hands to the broker (the broker itself is exercised by the
     real-worker tests in test_worker.py)."""
     calls: list[str] = []
-    monkeypatch.setattr(outbox, "enqueue", lambda ids, manual=False: calls.extend(ids))
+    monkeypatch.setattr(services, "enqueue", lambda ids, manual=False: calls.extend(ids))
     return calls
 
 
