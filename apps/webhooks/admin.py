@@ -158,17 +158,23 @@ class WebhookEndpointAdmin(ObjectButtonsAdmin):
     def secret_display(self, obj: WebhookEndpoint) -> str:
         if not obj.pk:
             return "Generated when the endpoint is saved."
+        clear = obj.readable_secret()
+        if not clear:
+            return (
+                "The stored secret cannot be read with the configured Fernet keys (the key that encrypted it "
+                "was removed), so deliveries cannot be signed: rotate the secret and give receivers the new one."
+            )
         secret = format_html(
             '<code id="webhook-secret">{}</code> '
             '<button type="button" class="button" data-copy-target="webhook-secret">Copy</button>',
-            obj.secret,
+            clear,
         )
         if not obj.previous_secret_valid(timezone.now()):
             return secret
         # The previous secret itself is not shown: receivers have it, and no one needs it again.
         return format_html(
             '{}<div class="help">The previous secret still signs deliveries beside this one until {} UTC '
-            "(see docs/webhooks.md, Rotating the secret); <b>Expire previous secret</b> ends that now.</div>",
+            "so receivers can move to this one; <b>Expire previous secret</b> ends that now.</div>",
             secret,
             f"{obj.previous_secret_expires_at:%Y-%m-%d %H:%M:%S}",
         )

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from apps.core import crypto
 from apps.core.events import event_types
 from apps.core.fields import JSONField
 from apps.core.outbox import retry_delay
@@ -32,6 +33,11 @@ class SignatureFormat(models.TextChoices):
 
 def new_secret() -> str:
     return f"whsec_{secrets.token_hex(32)}"
+
+
+def new_encrypted_secret() -> str:
+    """A new endpoint's secret as it is stored (the column's default)."""
+    return crypto.encrypt(new_secret())
 
 
 def new_standard_secret() -> str:
@@ -64,13 +70,16 @@ class WebhookEndpoint(models.Model):
     events = JSONField(default=list, blank=True, help_text="Subscribed event kinds; empty means all.")
     enabled = models.BooleanField(default=True)
     description = models.CharField(max_length=300, blank=True)
-    secret = models.CharField(max_length=80, default=new_secret, editable=False)
+    # The signing secrets are stored encrypted (apps/core/crypto.py, as the publishing credentials:
+    # rotate_credentials re-encrypts every *_encrypted field), so a database dump signs for no
+    # receiver; `secret` and `previous_secret` below read and write them in clear.
+    secret_encrypted = models.TextField(default=new_encrypted_secret, editable=False)
     signature_format = models.CharField(
         max_length=16, choices=SignatureFormat.choices, default=SignatureFormat.SERVICE,
         help_text="How deliveries are signed: the specification's X-Service-* headers, or Standard Webhooks.",
     )  # fmt: skip
     # The secret before the last rotation, which still signs deliveries until then (the overlap).
-    previous_secret = models.CharField(max_length=80, blank=True, editable=False)
+    previous_secret_encrypted = models.TextField(blank=True, editable=False)
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
     disabled_reason = models.CharField(max_length=300, blank=True, editable=False)
     # The circuit breaker: failed attempts since the last success, and when the first of them was.
@@ -127,9 +136,42 @@ class WebhookEndpoint(models.Model):
         delay = retry_delay(self.failed_probes + 1, settings.WEBHOOK_BREAKER_PROBE_DELAYS, capped=True)
         self.next_probe_at = now + timedelta(seconds=delay)
 
+    @property
+    def secret(self) -> str:
+        """The signing secret in clear (CredentialUnreadable when no key of FERNET_KEYS opens it)."""
+        return self._clear(self.secret_encrypted)
+
+    @secret.setter
+    def secret(self, value: str) -> None:
+        self.secret_encrypted = crypto.encrypt(value)
+
+    def readable_secret(self) -> str:
+        """The secret, or "" when no key of FERNET_KEYS opens it (the key that encrypted it was
+        dropped too early): then it signs for no one, and rotating gives the endpoint a new one."""
+        try:
+            return self.secret
+        except crypto.CredentialUnreadable:
+            return ""
+
+    @property
+    def previous_secret(self) -> str:
+        """The secret before the last rotation in clear, "" when there is none."""
+        return self._clear(self.previous_secret_encrypted) if self.previous_secret_encrypted else ""
+
+    @previous_secret.setter
+    def previous_secret(self, value: str) -> None:
+        self.previous_secret_encrypted = crypto.encrypt(value) if value else ""
+
+    def _clear(self, token: str) -> str:
+        # Remembered per stored value: a batch signs each of its deliveries with the same endpoint.
+        opened = self.__dict__.setdefault("_opened_secrets", {})
+        if token not in opened:
+            opened[token] = crypto.decrypt(token)
+        return opened[token]
+
     def previous_secret_valid(self, now: datetime) -> bool:
         expires_at = self.previous_secret_expires_at
-        return bool(self.previous_secret) and expires_at is not None and expires_at > now
+        return bool(self.previous_secret_encrypted) and expires_at is not None and expires_at > now
 
     def signing(self, now: datetime) -> dict[str, str]:
         """What transport.send signs an attempt made now with (its keyword arguments)."""

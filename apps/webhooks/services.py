@@ -182,7 +182,7 @@ def _set_signature_format(endpoint: WebhookEndpoint, signature_format: str) -> N
     secret that Standard Webhooks cannot read (none this service made) is replaced, at once."""
     if not endpoint.pk and signature_format == SignatureFormat.STANDARD:
         endpoint.secret = new_standard_secret()
-    elif signature_format == SignatureFormat.STANDARD and standard_key(endpoint.secret) is None:
+    elif signature_format == SignatureFormat.STANDARD and standard_key(endpoint.readable_secret()) is None:
         endpoint.secret, endpoint.previous_secret, endpoint.previous_secret_expires_at = new_standard_secret(), "", None
     endpoint.signature_format = signature_format
 
@@ -201,13 +201,17 @@ def endpoint_rotate_secret(*, endpoint: WebhookEndpoint) -> str:
             f"{endpoint.previous_secret_expires_at:%Y-%m-%d %H:%M} UTC. Expire it first (Expire previous secret), "
             "then rotate again."
         )
-    endpoint.previous_secret = endpoint.secret
-    endpoint.previous_secret_expires_at = now + settings.WEBHOOK_SECRET_OVERLAP
+    # A secret no key opens any more signs nothing: it gets no overlap, the new one signs alone.
+    previous = endpoint.readable_secret()
+    endpoint.previous_secret = previous
+    endpoint.previous_secret_expires_at = now + settings.WEBHOOK_SECRET_OVERLAP if previous else None
     endpoint.secret = new_standard_secret() if endpoint.signature_format == SignatureFormat.STANDARD else new_secret()
-    endpoint.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at", "updated_at"])
+    endpoint.save(
+        update_fields=["secret_encrypted", "previous_secret_encrypted", "previous_secret_expires_at", "updated_at"]
+    )
     logger.info(
         "webhook endpoint=%s secret rotated; the previous one is valid until %s",
-        endpoint.pk, endpoint.previous_secret_expires_at.isoformat(),
+        endpoint.pk, endpoint.previous_secret_expires_at.isoformat() if previous else "never (it was unreadable)",
     )  # fmt: skip
     return endpoint.secret
 
@@ -219,7 +223,7 @@ def endpoint_expire_previous_secret(*, endpoint: WebhookEndpoint) -> WebhookEndp
     if not endpoint.previous_secret_valid(timezone.now()):
         raise Conflict("There is no previous secret to expire: only the current secret signs deliveries.")
     endpoint.previous_secret, endpoint.previous_secret_expires_at = "", None
-    endpoint.save(update_fields=["previous_secret", "previous_secret_expires_at", "updated_at"])
+    endpoint.save(update_fields=["previous_secret_encrypted", "previous_secret_expires_at", "updated_at"])
     logger.info("webhook endpoint=%s previous secret expired early", endpoint.pk)
     return endpoint
 

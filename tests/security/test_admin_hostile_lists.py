@@ -214,8 +214,8 @@ def test_a_lookup_no_page_offers_is_refused_on_every_list(people):
         ("/admin/accounts/apikey/", "key_hash__startswith", lambda side: side.objects["accounts.apikey"].key_hash[:4]),
         (
             "/admin/webhooks/webhookendpoint/",
-            "secret__startswith",
-            lambda side: side.objects["webhooks.webhookendpoint"].secret[:8],
+            "secret_encrypted__startswith",
+            lambda side: side.objects["webhooks.webhookendpoint"].secret_encrypted[:8],
         ),
     ],
     ids=["a password hash", "an API key's hash", "a webhook signing secret"],

@@ -9,6 +9,7 @@ import re
 import pytest
 from django.utils import timezone
 
+from apps.core import crypto
 from apps.core.errors import InvalidInput
 from apps.webhooks.models import Delivery, DeliveryStatus, WebhookEndpoint, new_standard_secret
 from apps.webhooks.services import delivery_attempt, endpoint_save
@@ -160,7 +161,7 @@ def test_a_standard_endpoint_whose_secret_no_library_reads_sends_nothing_and_say
     account, verifying_receiver, private_targets, emit
 ):
     endpoint = endpoint_save(account=account, url=verifying_receiver.url, signature_format="standard")
-    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(secret="whsec_???")
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(secret_encrypted=crypto.encrypt("whsec_???"))
     delivery = emit().deliveries.get()
 
     outcome = attempt(delivery)
