@@ -8,7 +8,13 @@ from apps.webhooks.models import SUBSCRIBABLE_EVENTS, SignatureFormat, WebhookEn
 
 
 class WebhookEndpointForm(forms.ModelForm):
-    url = forms.URLField(max_length=2000, assume_scheme="https", help_text="http(s) URL that receives the POSTs.")
+    url = forms.URLField(
+        label="URL",
+        max_length=2000,
+        assume_scheme="https",
+        widget=forms.URLInput(attrs={"class": "vURLField webhook-url"}),
+        help_text="http(s) URL that receives the POSTs.",
+    )
     events = forms.MultipleChoiceField(
         choices=[(e, e) for e in SUBSCRIBABLE_EVENTS],
         widget=forms.CheckboxSelectMultiple,
