@@ -15,6 +15,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from apps.core import crypto
 from apps.core.outbox import lease_end, unleased
 from apps.webhooks import breaker, outbox, transport
 from apps.webhooks.models import Attempt, AttemptTrigger, Delivery, DeliveryStatus, WebhookEndpoint
@@ -22,6 +23,11 @@ from apps.webhooks.outcomes import Outcome
 from apps.webhooks.senders import SenderPool
 
 logger = logging.getLogger(__name__)
+
+UNSIGNABLE = (
+    "Not sent: the endpoint's signing secret cannot be read with the keys in FERNET_KEYS. "
+    "Rotate the secret on the endpoint's page to give it a new one."
+)
 
 # Where deliveries go on to the broker (services.enqueue).
 HandOver = Callable[[list[str]], None]
@@ -160,12 +166,8 @@ def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float, han
             or failures >= settings.WEBHOOK_BREAKER_THRESHOLD
         ):
             break
-        event = delivery.event
         started_at = timezone.now()
-        outcome = transport.send(
-            url=endpoint.url, body=event.body.encode(), event=event.kind, delivery_id=str(delivery.id),
-            **endpoint.signing(started_at),
-        )  # fmt: skip
+        outcome = _attempt(endpoint, delivery, started_at)
         sent.append((delivery, outcome, started_at))
         failures = 0 if outcome.ok else failures + 1
     rest, lease = deliveries[len(sent) :], deliveries[0].locked_until
@@ -173,6 +175,21 @@ def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float, han
     if handover:
         hand_over(handover)
     return attempts
+
+
+def _attempt(endpoint: WebhookEndpoint, delivery: Delivery, started_at: datetime) -> Outcome:
+    """Send one delivery, signed. A secret no key of FERNET_KEYS opens (the key that encrypted it
+    was dropped from FERNET_KEYS too early) signs nothing: the attempt fails without a request, and
+    counts, so the delivery ends like any other that cannot be delivered instead of being taken up
+    again after every lease."""
+    event = delivery.event
+    try:
+        signing = endpoint.signing(started_at)
+    except crypto.CredentialUnreadable:
+        return Outcome(request_headers={}, error=UNSIGNABLE)
+    return transport.send(
+        url=endpoint.url, body=event.body.encode(), event=event.kind, delivery_id=str(delivery.id), **signing
+    )
 
 
 # --- recording -------------------------------------------------------------------------------------

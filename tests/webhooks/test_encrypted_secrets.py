@@ -36,8 +36,8 @@ def verifying_receiver():
 def stored_row(endpoint: WebhookEndpoint) -> str:
     """Every column of the endpoint's row as the database holds it (what a dump would carry)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT row_to_json(e)::text FROM webhooks_webhookendpoint e WHERE id = %s", [endpoint.pk])
-        return cursor.fetchone()[0]
+        cursor.execute("SELECT * FROM webhooks_webhookendpoint WHERE id = %s", [endpoint.pk])
+        return " ".join(str(value) for value in cursor.fetchone())
 
 
 @pytest.mark.parametrize("signature_format", ["service", "standard"])
@@ -130,3 +130,19 @@ def test_the_migration_encrypts_the_clear_secrets_of_existing_endpoints_and_give
 
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_a_delivery_whose_secret_no_key_opens_fails_its_attempt_without_a_request_and_it_counts(
+    settings, account, verifying_receiver, private_targets, emit
+):
+    settings.FERNET_KEYS = [OLD]
+    endpoint_save(account=account, url=verifying_receiver.url)
+    settings.FERNET_KEYS = [NEW]
+    delivery = emit().deliveries.get()
+
+    attempt = delivery_attempt(delivery_id=str(delivery.pk))
+
+    delivery.refresh_from_db()
+    assert not attempt.succeeded and "signing secret cannot be read" in attempt.error
+    assert attempt.counted and delivery.attempts == 1 and delivery.locked_until is None
+    assert verifying_receiver.verdicts == []
