@@ -128,7 +128,7 @@ def test_a_channel_set_up_by_connect_git_publishes_into_the_repository(run, git_
         (["{blog}", "--url", "https://git.example.com/a/b.git"], "invalid_platform", "Only git channels publish"),
         (["{git}", "--url", "ftp://git.example.com/a/b.git"], "VALIDATION_ERROR", "is not a repository URL"),
         (["{git}", "--url", "https://git.example.com/a/b.git", "--path", "../{slug}.md"], "VALIDATION_ERROR",
-         "may not contain empty, '.' or '..' parts"),
+         "empty, '.' and '..' parts are refused"),
         (["{git}", "--url", "https://git.example.com/a/b.git", "--token-env", "NO_SUCH_TOKEN_VARIABLE"],
          "missing_token", "The environment variable NO_SUCH_TOKEN_VARIABLE is not set or empty."),
     ],

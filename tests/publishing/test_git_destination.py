@@ -364,8 +364,8 @@ def test_a_repository_without_the_configured_branch_fails_for_good_naming_the_br
 @pytest.mark.parametrize(
     ("template", "says"),
     [
-        ("content/../../etc/{slug}.md", "may not contain empty, '.' or '..' parts"),
-        ("../{slug}.md", "may not contain empty, '.' or '..' parts"),
+        ("content/../../etc/{slug}.md", "empty, '.' and '..' parts are refused"),
+        ("../{slug}.md", "empty, '.' and '..' parts are refused"),
         ("/content/{slug}.md", "must be a relative path inside the repository"),
         ("~/posts/{slug}.md", "must be a relative path inside the repository"),
         ("C:/posts/{slug}.md", "must be a relative path inside the repository"),
@@ -373,7 +373,7 @@ def test_a_repository_without_the_configured_branch_fails_for_good_naming_the_br
         ("content/{slug.upper}.md", "unknown placeholders"),
         ("content/posts/index.md", "needs {slug} or {id}"),
         ("content/{year}/{month}.md", "needs {slug} or {id}"),
-        (".git/hooks/{slug}", "may not write into .git"),
+        (".git/hooks/{slug}", "git refuses .git in any spelling"),
         ("content/{slug", "is malformed"),
     ],
 )

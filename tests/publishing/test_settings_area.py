@@ -167,7 +167,7 @@ def test_a_new_token_replaces_the_stored_one(settings_client, account, bare_repo
     [
         ("repository_url", "ftp://git.example.com/site.git", "is not a repository URL this service can reach"),
         ("repository_url", f"https://x-access-token:{TOKEN}@git.example.com/site.git", "Put the token in the token"),
-        ("path_template", "content/../{slug}.md", "may not contain empty, '.' or '..' parts"),
+        ("path_template", "content/../{slug}.md", "empty, '.' and '..' parts are refused"),
         ("path_template", "/etc/{slug}.md", "must be a relative path inside the repository"),
     ],
 )

@@ -15,7 +15,7 @@ from django.conf import settings
 
 from apps.core import crypto
 from apps.publishing.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
-from apps.publishing.git import repository
+from apps.publishing.git import paths, repository
 from apps.publishing.git.failures import describe_failure, did_not_answer
 from apps.publishing.git.models import GitDestination
 from apps.publishing.git.remote import Credentials, parse_remote
@@ -47,8 +47,18 @@ def fill_template(template: str, *, slug: str, post_id: int, date: datetime) -> 
     )
 
 
+# What a template is tried with at set-up: a part that makes a name git refuses from these
+# (git~{id}: git~1) is refused then, not by the first post's job.
+_SAMPLE = {"slug": "a-post", "post_id": 1, "date": datetime(2024, 1, 31, tzinfo=UTC)}
+
+
+class RefusedPath(PublishError):
+    """The path a template makes for one post has a part git refuses (its slug made it so)."""
+
+
 def check_path_template(template: str) -> None:
-    """PublishError (permanent) when the template could write outside the repository's files."""
+    """PublishError (permanent) when the template could write outside the repository's files, or
+    makes a path git refuses (named by its part)."""
     template = template.strip()
     if not template:
         raise PublishError("Enter a path template, e.g. content/posts/{slug}.md.", permanent=True)
@@ -56,18 +66,30 @@ def check_path_template(template: str) -> None:
     if "slug" not in names and "id" not in names:
         raise PublishError("The path template needs {slug} or {id}, or every post would get the same file.",
                            permanent=True)  # fmt: skip
-    if template.startswith(("/", "~")) or "\\" in template or ":" in template.split("/")[0]:
+    if template.startswith(("/", "~")) or ":" in template.split("/")[0]:
         raise PublishError("The path template must be a relative path inside the repository.", permanent=True)
-    segments = template.split("/")
-    if any(segment in {"", ".", ".."} for segment in segments):
-        raise PublishError("The path template may not contain empty, '.' or '..' parts.", permanent=True)
-    if segments[0].lower() == ".git":
-        raise PublishError("The path template may not write into .git.", permanent=True)
+    for part in template.split("/"):
+        problem = paths.element_problem(part)
+        made = fill_template(part, **_SAMPLE) if problem is None else part
+        problem = problem or paths.element_problem(made)
+        if problem is not None:
+            makes = f" (it makes {made!r} for a post)" if made != part else ""
+            raise PublishError(f"The path template's part {part!r}{makes} is refused: {problem}.", permanent=True)
 
 
 def render_template(template: str, *, slug: str, post_id: int, date: datetime) -> str:
     check_path_template(template)
-    return fill_template(template, slug=slug, post_id=post_id, date=date)
+    path = fill_template(template, slug=slug, post_id=post_id, date=date)
+    refused = paths.path_problem(path)
+    if refused is not None:
+        element, problem = refused
+        raise RefusedPath(
+            f"This post's path {path!r} (the path template {template.strip()!r} with the post's slug, id and date) has "
+            f"a part git refuses, {element!r}: {problem}. Nothing was committed: give the post another slug, or "
+            "change the channel's path template.",
+            permanent=True,
+        )
+    return path
 
 
 def front_matter(document: Document, *, draft: bool) -> dict:
@@ -220,10 +242,13 @@ class GitPublisher:
         def plan(repo, head):
             target = job.previous_path
             if not target and document is not None:
-                target = render_template(
-                    self.setup.path_template, slug=document.slug, post_id=document.post_id,
-                    date=document.published_at,
-                )  # fmt: skip
+                try:
+                    target = render_template(
+                        self.setup.path_template, slug=document.slug, post_id=document.post_id,
+                        date=document.published_at,
+                    )  # fmt: skip
+                except RefusedPath:
+                    return {}, "", ""  # never committed there: git refuses that path
             existing = repository.read_file(repo, head, target) if target else None
             if existing is None or file_post_id(existing) != post_id:
                 return {}, "", ""  # no file of this post there (gone, or another's): nothing to take down

@@ -28,6 +28,7 @@ from urllib3.util import Retry
 
 from apps.core import addresses
 from apps.publishing.destinations import PublishError
+from apps.publishing.git.paths import path_problem
 from apps.publishing.git.remote import Credentials, Remote
 from apps.publishing.git.ssh import ssh_client
 
@@ -242,8 +243,16 @@ def _commit(
     entries, blobs = [], []
     for file_path, content in changes.items():
         if content is None:
+            # Taking a file away never adds a name git refuses (and clears one made before the check).
             entries.append((file_path.encode(), None, None))
             continue
+        refused = path_problem(file_path)
+        if refused is not None:
+            # The last guard: a commit git itself would refuse is never made, whoever asked for it.
+            raise PublishError(
+                f"No commit was made: the path {file_path!r} has a part git refuses, {refused[0]!r}: {refused[1]}.",
+                permanent=True,
+            )
         blob = Blob.from_string(content)
         store.add_object(blob)
         blobs.append(blob)
