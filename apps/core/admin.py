@@ -104,7 +104,9 @@ class ObjectButton:
     """A button on an object's change page that POSTs to `<id>/<slug>/` and runs `service(obj)`
     for a user with `permission` ("change", "view"...) on the object; `done` is the message shown
     after it ran ("{result}" in it: what the service returned). `shown(obj)`: whether the page
-    offers it now (pressed from a page left open, the service says why it does nothing)."""
+    offers it now (pressed from a page left open, the service says why it does nothing).
+    `unavailable(obj)`: why it cannot be pressed now ("" when it can): the page shows it disabled,
+    with the reason as its title."""
 
     slug: str
     label: str
@@ -112,6 +114,7 @@ class ObjectButton:
     done: str
     permission: str = "change"
     shown: Callable | None = None
+    unavailable: Callable | None = None
 
 
 def add_input_error(form, exc: InvalidInput) -> None:
@@ -187,7 +190,11 @@ class ObjectButtonsAdmin(SettingsModelAdmin):
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None:
             context["object_buttons"] = [
-                {"label": button.label, "url": self.object_url(self._button_url_name(button), obj)}
+                {
+                    "label": button.label,
+                    "url": self.object_url(self._button_url_name(button), obj),
+                    "unavailable": button.unavailable(obj) if button.unavailable else "",
+                }
                 for button in self.object_buttons
                 if self._may_press(request, obj, button) and (button.shown is None or button.shown(obj))
             ]

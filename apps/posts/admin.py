@@ -9,12 +9,10 @@ from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
 
 from apps.channels.models import Platform
 from apps.core.admin import (
     DomainErrorsAsMessages,
-    ObjectButton,
     ObjectButtonsAdmin,
     SettingsModelAdmin,
     also_read_only,
@@ -24,6 +22,7 @@ from apps.core.admin import (
 from apps.core.errors import DomainError
 from apps.core.http import content_length
 from apps.core.markdown import render_markdown
+from apps.posts.admin_publication import PUBLISH_NOW, PublicationAdmin
 from apps.posts.models import ApiPublication, Media, Post, Tag
 from apps.posts.publication import PostSubject
 from apps.posts.selectors import page_url
@@ -37,15 +36,11 @@ from apps.posts.services import (
     post_delete,
     post_mark_publishing_pending,
     post_publish,
-    post_publish_now,
     post_set_status,
     post_unpublish,
     post_update_content,
 )
-from apps.publishing.models import PublicationJob
-from apps.publishing.selectors import latest_publications, reference_kind, reference_link
-
-RECENT_JOBS = 5
+from apps.publishing.selectors import latest_publications
 
 
 @admin.register(Tag)
@@ -159,16 +154,14 @@ def media_inputs(formset) -> list[MediaInput]:
     return [item for _, _, item in sorted(items, key=lambda entry: entry[:2])]
 
 
-def _publish_now(post: Post) -> Post:
-    return post_publish_now(post_id=post.pk)
-
-
 # What a user without articles.publish may not change on a post's page (apps/settings_area/access.py).
 PUBLICATION_FIELDS = ("publication_status", "scheduled_at")
+# What the page says of the post's publishing (admin_publication.py).
+PUBLISHING_FIELDS = ("publish_now_does", "publication", "as_posted")
 
 
 @admin.register(Post)
-class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
+class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
     form = PostForm
     # The object buttons' page, with the blog preview's link beside them.
     change_form_template = "admin/posts/post_change_form.html"
@@ -184,29 +177,18 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     autocomplete_fields = ("channel",)
     prepopulated_fields = {"slug": ("title",)}
     readonly_fields = (
-        "published_at", "publication", "as_posted", "external_id", "external_url", "created_at", "updated_at",
+        "published_at", "publish_now_does", "publication", "as_posted", "external_id", "external_url", "created_at",
+        "updated_at",
     )  # fmt: skip
     fieldsets = (
         (None, {"fields": ("channel", "title", "slug", "teaser", "body", "tags")}),
         ("SEO", {"fields": ("meta_title", "meta_description")}),
-        (
-            "Scheduling and publication",
-            {"fields": ("publication_status", "scheduled_at", "published_at", "publication", "as_posted")},
-        ),
+        ("Scheduling and publication", {"fields": (*PUBLICATION_FIELDS, "published_at", *PUBLISHING_FIELDS)}),
         ("External publication (api channels)", {"fields": ("external_id", "external_url")}),
         ("Dates", {"fields": ("created_at", "updated_at")}),
     )
     actions = ["publish_now", "mark_publishing_pending", "confirm_publication", "unpublish"]
-    object_buttons = (
-        ObjectButton(
-            "publish-now",
-            "Publish now",
-            _publish_now,
-            "Publishing: a blog post is published now; a git or LinkedIn post once its destination confirms "
-            "(see Publication below); an api post awaits the external system.",
-            permission="publish",
-        ),
-    )
+    object_buttons = (PUBLISH_NOW,)
 
     class Media:
         # The body's live Markdown preview (static files only: the admin's CSP allows no inline script).
@@ -262,34 +244,6 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
         document = PostSubject().document(post_id=obj.pk, action="publish", published_at=None)
         return preview(document) if document is not None else "—"
 
-    @admin.display(description="publication jobs")
-    def publication(self, obj: Post) -> str:
-        """The post's latest jobs on its destination: state, attempts, error, commit."""
-        if obj is None or obj.pk is None:
-            return "—"
-        jobs = list(
-            PublicationJob.objects.filter(post_id=obj.pk).select_related("channel__git_destination")[:RECENT_JOBS]
-        )
-        if not jobs:
-            return "None yet (git and LinkedIn channels publish through jobs)."
-        rows = (
-            (
-                reverse("admin:publishing_publicationjob_change", args=[job.pk], current_app=self.admin_site.name),
-                job.get_action_display(),
-                job.get_state_display(),
-                job.attempts,
-                job.last_error or "",
-                reference_kind(job),
-                reference_link(job),
-                job.updated_at.strftime("%Y-%m-%d %H:%M UTC"),
-            )
-            for job in jobs
-        )
-        return format_html(
-            "<ul>{}</ul>",
-            format_html_join("", '<li><a href="{}">{}: {}</a>, {} attempt(s) {} · {} {} · {}</li>', rows),
-        )
-
     def delete_model(self, request, obj):
         post_delete(post_id=obj.pk)
 
@@ -300,12 +254,6 @@ class PostAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     def has_publish_permission(self, request, obj=None) -> bool:
         """Publish, schedule and unpublish: articles.publish."""
         return request.user.has_perm(f"{self.opts.app_label}.publish_{self.opts.model_name}")
-
-    @admin.action(
-        description="Publish now (blog: now; git and LinkedIn: through their destination)", permissions=["publish"]
-    )
-    def publish_now(self, request, queryset):
-        self._run_on_selected(request, queryset, _publish_now, "handed over for publishing")
 
     @admin.display(ordering="channel__platform")
     def platform(self, obj: Post) -> str:

@@ -10,7 +10,7 @@ from apps.core.admin import ObjectButton, ObjectButtonsAdmin, run_on_selected
 from apps.core.errors import DomainError
 from apps.publishing.destinations import PublishError
 from apps.publishing.models import PublicationJob
-from apps.publishing.selectors import reference_link
+from apps.publishing.selectors import reference_kind, reference_link
 from apps.publishing.services import job_retry_now
 
 
@@ -24,14 +24,15 @@ def retry(job: PublicationJob) -> PublicationJob:
 @admin.register(PublicationJob)
 class PublicationJobAdmin(ObjectButtonsAdmin):
     list_display = (
-        "__str__", "channel", "action", "state", "attempts", "next_attempt_at", "error", "commit", "updated_at",
+        "__str__", "channel", "action", "state", "attempts", "next_attempt_at", "error", "reference_shown",
+        "updated_at",
     )  # fmt: skip
     list_filter = ("state", "action", "channel")
     search_fields = ("title", "last_error", "reference", "path")
     list_select_related = ("channel", "channel__git_destination")
     readonly_fields = (
         "post_link", "channel", "title", "action", "state", "attempts", "next_attempt_at", "locked_until",
-        "last_error", "commit", "path", "url", "published_at", "scheduled_for", "created_at", "updated_at",
+        "last_error", "reference_shown", "path", "url", "published_at", "scheduled_for", "created_at", "updated_at",
         "finished_at",
     )  # fmt: skip
     fields = readonly_fields
@@ -48,9 +49,10 @@ class PublicationJobAdmin(ObjectButtonsAdmin):
     def error(self, job: PublicationJob) -> str:
         return Truncator(job.last_error).chars(120) or "—"
 
-    @admin.display(description="commit")
-    def commit(self, job: PublicationJob) -> str:
-        return reference_link(job)
+    @admin.display(description="reference")
+    def reference_shown(self, job: PublicationJob) -> str:
+        """The reference in its destination's words: a commit, a LinkedIn post, an edition."""
+        return format_html("{} {}", reference_kind(job), reference_link(job)) if job.reference else "—"
 
     @admin.display(description="post")
     def post_link(self, job: PublicationJob) -> str:

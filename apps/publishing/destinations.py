@@ -2,8 +2,10 @@
 the pipeline to its destinations and to what it publishes.
 
 A destination (git, LinkedIn...) is one module that registers a `DestinationKind` for its
-platform from its AppConfig.ready(): how to load a channel's set-up, and the sentence that says
-what to set up when a channel has none. Adding one changes nothing here nor in the pipeline.
+platform from its AppConfig.ready(): how to load a channel's set-up, the sentence that says what
+to set up when a channel has none, and its own words for the pages (what publishing a post there
+does, what its reference for a job names, why a channel cannot publish yet). Adding one changes
+nothing here, in the pipeline nor in the pages that publish posts: they ask the destination.
 
 The pipeline publishes posts without importing the posts app (which sits above it and writes
 its jobs): the posts app registers the `Subject` that turns a job into the document to publish and
@@ -92,6 +94,10 @@ class Destination(Protocol):
         """Reach the destination and say what is there (the settings' "Test connection")."""
 
 
+def _ready(channel_id: int) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class DestinationKind:
     platform: str
@@ -99,6 +105,13 @@ class DestinationKind:
     load: Callable[[int], Destination | None]
     # Said when a channel of this platform has no destination set up: what to set up, and where.
     missing: str
+    # What publishing a post does there, as a sentence for the post's page ("Publish now").
+    publishes: str = "The post is handed to its destination and is published once the destination confirms."
+    # What the destination's reference for a job names ("commit", "LinkedIn post", "edition").
+    reference: str = "reference"
+    # Why the channel cannot publish now, as a sentence that says what to set up ("" when it can).
+    # Read by the pages, so it looks at the stored set-up only: it reaches no remote service.
+    unready: Callable[[int], str] = _ready
 
 
 _kinds: dict[str, DestinationKind] = {}
@@ -106,6 +119,11 @@ _kinds: dict[str, DestinationKind] = {}
 
 def register(kind: DestinationKind) -> None:
     _kinds[kind.platform] = kind
+
+
+def kind_for(platform: str) -> DestinationKind | None:
+    """The destination registered for the platform (None: it publishes through none)."""
+    return _kinds.get(platform)
 
 
 def destination_for(*, channel_id: int, platform: str, platform_name: str) -> Destination:

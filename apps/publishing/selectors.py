@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from django.db.models import Max
 from django.utils.html import format_html
 
+from apps.publishing.destinations import kind_for
 from apps.publishing.models import PublicationJob
 from apps.publishing.newsletter.models import Edition
 
@@ -54,10 +55,10 @@ def latest_publications(post_ids: Iterable[int]) -> dict[int, Publication]:
 
 
 def reference_kind(job: PublicationJob) -> str:
-    """What the job's reference names: a git commit, (a LinkedIn URN) the post, or a newsletter's edition."""
-    if job.reference.startswith("urn:"):
-        return "post"
-    return "edition" if job.reference.startswith(EDITION_PREFIX) else "commit"
+    """What the job's reference names, in its destination's words (a commit, a LinkedIn post, an
+    edition), whether or not the job has one yet."""
+    kind = kind_for(job.channel.platform)
+    return kind.reference if kind is not None else "reference"
 
 
 def reference_link(job: PublicationJob) -> str:
@@ -65,7 +66,7 @@ def reference_link(job: PublicationJob) -> str:
     destination has a commit URL (HTML, for the Settings area's pages)."""
     if not job.reference:
         return "—"
-    if reference_kind(job) != "commit":
+    if not COMMIT.fullmatch(job.reference):
         # Another destination's reference (a LinkedIn post's URN): whole, linked to the post.
         return format_html('<a href="{}">{}</a>', job.url, job.reference) if job.url else job.reference
     setup = getattr(job.channel, "git_destination", None)

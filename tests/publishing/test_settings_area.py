@@ -289,7 +289,7 @@ def test_publish_now_on_a_draft_git_post_queues_a_job_and_the_post_is_published_
     response = client.post(f"{POSTS}{post.pk}/publish-now/", follow=True)
 
     assert response.status_code == 200
-    assert any("once its destination confirms" in message for message in messages_of(response))
+    assert any(message.startswith("A commit to the repository:") for message in messages_of(response))
     job = PublicationJob.objects.get(post_id=post.pk)
     assert (job.action, job.state, job.attempts) == ("publish", "queued", 0)
     post.refresh_from_db()

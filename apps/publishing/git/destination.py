@@ -294,11 +294,21 @@ def load(channel_id: int) -> GitPublisher | None:
         raise PublishError(str(exc), permanent=True) from None
 
 
+MISSING = "This git channel has no repository set up: add one in Settings → Publishing: git → Git destinations."
+
+
+def unready(channel_id: int) -> str:
+    return "" if GitDestination.objects.filter(channel_id=channel_id).exists() else MISSING
+
+
 KIND = DestinationKind(
     platform="git",
     load=load,
-    missing=(
-        "This git channel has no repository set up: add one in Settings → Publishing: git → Git destinations "
-        "(or with `manage.py connect_git`)."
+    missing=f"{MISSING[:-1]} (or with the connect_git command).",
+    publishes=(
+        "A commit to the repository: the post's file is committed to the channel's branch by its job, and the post "
+        "is published once the push has gone through."
     ),
+    reference="commit",
+    unready=unready,
 )

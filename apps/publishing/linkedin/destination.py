@@ -216,11 +216,32 @@ def load(channel_id: int) -> LinkedInPublisher | None:
     return LinkedInPublisher(connection)
 
 
+def unready(channel_id: int) -> str:
+    connection = LinkedInConnection.objects.filter(channel_id=channel_id).first()
+    if connection is None:
+        return (
+            f"{services.NOT_CONNECTED} this LinkedIn channel is not connected to a LinkedIn account. Connect it on "
+            "the channel's page in the Settings area."
+        )
+    if connection.needs_reconnect:
+        return (
+            f"{services.RECONNECT} {connection.reconnect_reason} Reconnect it on the channel's page in the Settings "
+            "area."
+        )
+    return ""
+
+
 KIND = DestinationKind(
     platform="linkedin",
     load=load,
     missing=(
         f"{services.NOT_CONNECTED} this LinkedIn channel is not connected to a LinkedIn account. Connect it on the "
-        "channel's page in the Settings area (or with `manage.py connect_linkedin`); this post is published then."
+        "channel's page in the Settings area (or with the connect_linkedin command); this post is published then."
     ),
+    publishes=(
+        "A post on LinkedIn: its job posts the text shown under “as it will be posted”, and the post is published "
+        "once LinkedIn has accepted it."
+    ),
+    reference="LinkedIn post",
+    unready=unready,
 )

@@ -11,4 +11,10 @@ def _load(channel_id: int):
     return NewsletterPublisher(channel_id)
 
 
-KIND = DestinationKind(platform=Platform.NEWSLETTER, load=_load, missing="")
+KIND = DestinationKind(
+    platform=Platform.NEWSLETTER,
+    load=_load,
+    missing="",
+    publishes="An edition mailed once to the channel's confirmed subscribers; published when all are mailed.",
+    reference="edition",
+)
