@@ -70,4 +70,6 @@ def test_an_admin_connects_a_linkedin_channel_in_the_browser_and_chooses_to_post
     connection.refresh_from_db()
     assert connection.organization_urn == PAGE
     page.goto(channel_page)
-    assert "LinkedIn, posting as Devtestco" in " ".join(page.locator("main").inner_text().split())
+    until, renewed = (f"{when:%Y-%m-%d %H:%M} UTC" for when in (connection.expires_at, connection.refresh_expires_at))
+    said = f"LinkedIn (access until {until}, renewed by itself until {renewed}), posting as Devtestco"
+    assert said in " ".join(page.locator("main").inner_text().split())

