@@ -163,7 +163,7 @@ def test_test_connection_over_ssh_describes_the_branch_head(server, repo, deploy
             lambda server, other: f"git.example.com {public_line(other)}",
             lambda server: (
                 f"they hold no key of this host on port {server.port}. Add the output of "
-                f"`ssh-keyscan -p {server.port} 127.0.0.1`"
+                f"ssh-keyscan -p {server.port} 127.0.0.1, checked"
             ),
             id="only-another-host",
         ),

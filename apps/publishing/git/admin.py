@@ -29,8 +29,8 @@ class GitDestinationForm(forms.ModelForm):
         required=False,
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="For https:// repositories: a token that may push (see docs/publishing.md). Left empty, the "
-        "stored token is kept.",
+        help_text="For https:// repositories: a token that may push (the publishing guide says which scope, for "
+        "each host). Left empty, the stored token is kept.",
     )
     clear_token = forms.BooleanField(required=False, label="Remove the stored token")
     ssh_key = forms.CharField(

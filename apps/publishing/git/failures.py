@@ -26,8 +26,8 @@ def _refused_credentials(exc: BaseException, text: str, remote: Remote) -> Publi
     if not (isinstance(exc, HTTPUnauthorized) or "resp 403" in text):
         return None
     return PublishError(
-        "The repository refused the credentials (HTTP 401/403): check that the token is valid, not "
-        "expired, and may write to the repository (see docs/publishing.md for the least scope that works).",
+        "The repository refused the credentials (HTTP 401/403): check that the token is valid, not expired, and "
+        "may write to the repository (the publishing guide lists the least scope that works for each host).",
         permanent=True,
     )
 
@@ -47,7 +47,7 @@ def _host_key_mismatch(exc: BaseException, text: str, remote: Remote) -> Publish
         return PublishError(
             f"The host key of {remote.host} does not match the known hosts given: they hold no key of this host"
             f"{f' on port {remote.port}' if remote.port and remote.port != 22 else ''}. Add the output of "
-            f"`{keyscan_command(remote)}`, checked against the host's published fingerprints.",
+            f"{keyscan_command(remote)}, checked against the host's published fingerprints.",
             permanent=True,
         )
     presented = _SSH_FINGERPRINT.search(text)

@@ -45,7 +45,7 @@ class GitDestination(models.Model):
     unpublish_keeps_file = models.BooleanField(
         "on unpublish, keep the file as a draft",
         default=False,
-        help_text="Unpublishing deletes the post's file; with this, the file stays with `draft: true`.",
+        help_text="Unpublishing deletes the post's file; with this, the file stays, marked as a draft (draft: true).",
     )
     post_url_template = models.CharField(
         "post URL template",

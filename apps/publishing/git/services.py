@@ -90,8 +90,7 @@ def git_destination_save(
     if remote.kind == "ssh" and not destination.known_hosts.strip():
         raise field_error(
             "known_hosts", "required",
-            f"An ssh repository needs its host's public key: paste the output of "
-            f"`{keyscan_command(remote)}`.",
+            f"An ssh repository needs its host's public key: paste the output of {keyscan_command(remote)}.",
         )  # fmt: skip
     destination.save()
     return destination

@@ -45,7 +45,7 @@ def _check_credentials(remote: Remote, credentials: Credentials) -> None:
                            permanent=True)  # fmt: skip
     if not credentials.known_hosts.strip():
         raise PublishError(
-            f"An ssh:// repository needs the host's public key: add the output of `{keyscan_command(remote)}` "
+            f"An ssh:// repository needs the host's public key: add the output of {keyscan_command(remote)} "
             "(checked against the host's published fingerprints) to the known hosts field.",
             permanent=True,
         )
