@@ -11,7 +11,7 @@ import pytest
 from apps.core.errors import InvalidInput
 from apps.posts.services import post_create, post_publish_now
 from apps.publishing.destinations import PublishError
-from apps.publishing.git import repository
+from apps.publishing.git import paths, repository
 from apps.publishing.git.models import GitDestination
 from apps.publishing.git.remote import Credentials, parse_remote
 from apps.publishing.git.services import GitSettings, git_settings_check
@@ -41,6 +41,8 @@ REFUSED_TEMPLATES = [
     ("content//{slug}.md", ""),
     ("content/./{slug}.md", "."),
     ("content/../{slug}.md", ".."),
+    ("content/.../{slug}.md", "..."),
+    ("content/ /{slug}.md", " "),
     ("content\\posts/{slug}.md", "content\\posts"),
     ("git~{id}/{slug}.md", "git~{id}"),
 ]
@@ -49,7 +51,7 @@ REFUSED_TEMPLATES = [
 REFUSED_PATHS = [
     ".git/config", "a/.git/x.md", "a/.GIT/x.md", ".git./x.md", ".git /x.md", ".git.../x.md", "git~1/x.md",
     "Git~1/x.md", ".g\u200cit/x.md", ".\u200dgit/x.md", ".git::$INDEX_ALLOCATION/x.md", "a/../x.md", "a//x.md",
-    "./x.md", "a\\b/x.md", "posts/.git",
+    "./x.md", "a\\b/x.md", "posts/.git", "a/.../x.md", "a/. /x.md",
 ]  # fmt: skip
 
 
@@ -145,3 +147,15 @@ def test_no_commit_is_made_with_a_path_git_refuses(bare_repo, path):
     assert refused.value.permanent
     assert f"No commit was made: the path {path!r} has a part git refuses" in refused.value.message
     assert head(bare_repo) == before
+
+
+@pytest.mark.parametrize(
+    ("element", "why"),
+    [
+        (".GIT", paths.DOTGIT), ("git~1", paths.DOTGIT), (".g\u200cit", paths.DOTGIT), ("..", paths.EMPTY_OR_DOTS),
+        ("", paths.EMPTY_OR_DOTS), ("...", paths.DOTS_AND_SPACES), (" ", paths.DOTS_AND_SPACES),
+        ("a\\b", paths.BACKSLASH), ("a\0b", paths.NUL), (".gitignore", None), ("git~2", None), ("post.", None),
+    ],
+)  # fmt: skip
+def test_each_refused_part_is_given_its_own_reason(element, why):
+    assert paths.element_problem(element) == why

@@ -10,6 +10,7 @@ from dulwich.index import validate_path_element_default, validate_path_element_h
 EMPTY_OR_DOTS = "empty, '.' and '..' parts are refused"
 BACKSLASH = "a backslash separates folders on Windows (use /)"
 NUL = "a NUL character ends a name in git's trees"
+DOTS_AND_SPACES = "a part of only dots and spaces is an empty name on Windows (it drops trailing dots and spaces)"
 DOTGIT = (
     "git refuses .git in any spelling (any case, with trailing dots or spaces, git~1, or with invisible Unicode "
     "characters), as the name of its own folder"
@@ -25,6 +26,8 @@ def element_problem(element: str) -> str | None:
         return BACKSLASH
     if "\0" in element:
         return NUL
+    if not element.rstrip(". "):
+        return DOTS_AND_SPACES
     raw = element.encode()
     if not all(accepts(raw) for accepts in _RULES):
         return DOTGIT
