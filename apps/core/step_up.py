@@ -1,11 +1,12 @@
 """Step-up ("sudo mode", as GitHub calls it) for sessions started by a single sign-on link.
 
 An SSO token is made by an API key, so whoever holds a key with `write:sso` could otherwise sign in
-as the account's admin and, in that session, make keys with every scope or read the webhook
-signing secrets. A session that an SSO link started is therefore marked; the parts of the Settings
-area that hand out or change access (ModelAdmin `step_up`) stay closed to it until the person types
-their password in that session, and a confirmation lasts STEP_UP_TTL seconds. A session started
-with a password has just had it typed, and is never limited.
+as the account's admin and, in that session, make keys with every scope, read the webhook signing
+secrets or read the newsletters' readers (their addresses, which the API gives only to a key with
+`read:subscribers`). A session that an SSO link started is therefore marked; the parts of the
+Settings area that hand out or change access, or show personal data (ModelAdmin `step_up`), stay
+closed to it until the person types their password in that session, and a confirmation lasts
+STEP_UP_TTL seconds. A session started with a password has just had it typed, and is never limited.
 """
 
 import time
@@ -26,6 +27,14 @@ class StepUp(Enum):
     # The list (GET of the changelist) shows nothing secret; its actions, the forms, buttons and
     # deletions need the password.
     ALL_BUT_THE_LIST = "all but the list"
+
+
+def not_needed(view):
+    """Marks one page of a ModelAdmin as outside its `step_up`: a page of the model admin's that
+    shows none of what the policy guards (a post's e-mail preview names no reader) and that people
+    other than the policy's own may use (editors)."""
+    view.step_up_not_needed = True
+    return view
 
 
 def clock() -> float:
@@ -58,8 +67,11 @@ def confirm(session) -> None:
     session.cycle_key()
 
 
-def applies(policy: StepUp | None, view_name: str, method: str) -> bool:
-    """Whether a page (`view_name` is the ModelAdmin method, e.g. "changelist_view") needs the step-up."""
+def applies(policy: StepUp | None, view, method: str) -> bool:
+    """Whether a page (`view` is the ModelAdmin's bound method, e.g. its changelist_view) needs the step-up."""
+    if getattr(view, "step_up_not_needed", False):
+        return False
+    view_name = getattr(view, "__name__", "")
     if policy is StepUp.EVERY_PAGE:
         return True
     if policy is StepUp.ALL_BUT_THE_LIST:

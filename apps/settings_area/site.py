@@ -119,7 +119,7 @@ class ServiceAdminSite(admin.AdminSite):
             policy is not None
             and request.user.is_authenticated
             and step_up.is_limited(request.session)
-            and step_up.applies(policy, getattr(view, "__name__", ""), request.method)
+            and step_up.applies(policy, view, request.method)
         )
 
     def ask_for_password(self, request):

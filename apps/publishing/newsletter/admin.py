@@ -139,8 +139,9 @@ class SubscriberAdmin(SubscriberFiles, DomainErrorsAsMessages, SettingsModelAdmi
     readonly_fields = (
         "email", "name", "status", "channel", "created_at", "confirmed_at", "unsubscribed_at", "suppressed",
     )  # fmt: skip
-    # The whole list of readers leaves by its export: an SSO session confirms its password first.
-    step_up = StepUp.ALL_BUT_THE_LIST
+    # Every page names readers (the list, its search, a subscriber, the export): an SSO session
+    # confirms its password first, as the API asks a key for `read:subscribers`.
+    step_up = StepUp.EVERY_PAGE
 
     def has_change_permission(self, request, obj=None):
         return False  # people are added, imported and erased; their status is theirs to change
@@ -195,8 +196,10 @@ class SuppressionAdmin(LiftPage, DomainErrorsAsMessages, SettingsModelAdmin):
     search_fields = ("email_hash",)
     search_help_text = "A whole e-mail address: the list keeps only a hash of it, so parts of one find nothing."
     fields = readonly_fields = ("reason", "applies_to", "created_at", "detail", "email_hash")
-    # Lifting one lets the account mail an address again: an SSO session confirms its password first.
-    step_up = StepUp.ALL_BUT_THE_LIST
+    # A mail server's words (the detail) often name the address, and the search says whether an address
+    # typed in is suppressed; lifting one lets the account mail it again: an SSO session confirms its
+    # password first.
+    step_up = StepUp.EVERY_PAGE
 
     def has_add_permission(self, request):
         return False  # an address is suppressed by its person, its mail server or its provider
@@ -241,6 +244,9 @@ class EditionAdmin(EditionPages, SettingsModelAdmin):
         "post_link", "channel", "subject", "archive", "started_at", "finished_at", "counts", "failed_addresses",
         "uncertain_addresses", "preview", "text_part",
     )  # fmt: skip
+    # An edition's page lists its failed and uncertain addresses; the list shows counts only. A post's
+    # preview and test (EditionPages) name no reader and stay open (step_up.not_needed).
+    step_up = StepUp.ALL_BUT_THE_LIST
     fieldsets = (
         (None, {"fields": ("post_link", "channel", "subject", "archive", "started_at", "finished_at")}),
         ("Recipients", {"fields": ("counts", "failed_addresses", "uncertain_addresses")}),

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from apps.channels.models import Channel, Platform
+from apps.core import step_up
 from apps.core.admin import add_input_error, page_url, scoped
 from apps.core.errors import DomainError, InvalidInput
 from apps.publishing.destinations import Document, subject
@@ -285,6 +286,7 @@ class EditionPages:
             raise Http404("No such newsletter post.")
         return channel, document
 
+    @step_up.not_needed
     def post_preview_view(self, request, post_id: int):
         channel, document = self._post(request, post_id)
         shown = message.preview(channel=channel, document=document)
@@ -303,6 +305,7 @@ class EditionPages:
         }
         return TemplateResponse(request, "admin/publishing_newsletter/post_preview.html", context)
 
+    @step_up.not_needed
     def post_send_test_view(self, request, post_id: int):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])

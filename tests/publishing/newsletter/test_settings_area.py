@@ -10,6 +10,7 @@ import io
 import pytest
 from django.core import mail
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 
 from apps.publishing.destinations import subject
 from apps.publishing.models import PublicationJob
@@ -428,16 +429,83 @@ def test_the_lists_export_link_carries_its_filters(browser, letter):
     assert f"{SUBSCRIBERS}export/?status__exact=unconfirmed&amp;q=ada" in page.content.decode()
 
 
-def test_an_sso_session_confirms_its_password_before_exporting_importing_or_lifting(client_for, admin, letter):
-    suppression = suppress(account_id=letter.account_id, email="x@example.com", reason=SuppressionReason.BOUNCE)
+READERS = ("reader@example.com", "failed@example.com", "gone@example.com")
+
+
+@pytest.fixture
+def readers_pages(letter):
+    """Every Settings page that names a reader, each with the address it would show: (url, address)."""
+    reader = SubscriberFactory(channel=letter, email="reader@example.com", name="Rea Der")
+    SubscriberFactory(channel=letter, email="failed@example.com")
+    edition = edition_of(PostFactory(channel=letter, title="May"), failed=[1], uncertain=[0])
+    suppression = suppress(account_id=letter.account_id, email="gone@example.com", reason=SuppressionReason.BOUNCE,
+                           detail="550 5.1.1 <gone@example.com>: no such user")  # fmt: skip
+    return [
+        (SUBSCRIBERS, "reader@example.com"),
+        (f"{SUBSCRIBERS}?q=reader", "reader@example.com"),
+        (f"{SUBSCRIBERS}{reader.pk}/change/", "reader@example.com"),
+        (f"{SUBSCRIBERS}{reader.pk}/delete/", "reader@example.com"),
+        (f"{SUBSCRIBERS}export/", "reader@example.com"),
+        (f"{SUBSCRIBERS}import/", None),
+        (f"{SUBSCRIBERS}add/", None),
+        (SUPPRESSIONS, "gone@example.com"),
+        (f"{SUPPRESSIONS}?q=gone@example.com", "gone@example.com"),
+        (f"{SUPPRESSIONS}{suppression.pk}/change/", "gone@example.com"),
+        (f"{SUPPRESSIONS}{suppression.pk}/delete/", None),
+        (f"{EDITIONS}{edition.pk}/change/", "failed@example.com"),
+        (f"{EDITIONS}{edition.pk}/send-uncertain/", None),
+    ]
+
+
+def body_of(response) -> str:
+    content = b"".join(response.streaming_content) if response.streaming else response.content
+    return content.decode()
+
+
+def test_an_sso_session_confirms_its_password_before_any_page_that_names_a_reader(client_for, admin, readers_pages):
     sso = sso_browser(client_for, ApiKeyFactory(user=admin, scopes=["write:sso"]), admin)
 
-    assert sso.get(SUBSCRIBERS).status_code == 200
-    for url in (f"{SUBSCRIBERS}export/", f"{SUBSCRIBERS}import/", f"{SUPPRESSIONS}{suppression.pk}/delete/"):
-        assert asks_for_password(sso.get(url), url), url
+    for url, _address in readers_pages:
+        refused = sso.get(url)
+        assert asks_for_password(refused, url), (url, refused.status_code)
+        assert not any(reader in body_of(refused) for reader in READERS), url
+    # A POST is refused before it does anything: the reader is still on the list.
+    everyone = list(Subscriber.objects.values_list("pk", flat=True))
+    erase = sso.post(SUBSCRIBERS, {"action": "delete_selected", "_selected_action": everyone, "post": "yes"})
+    assert asks_for_password(erase, SUBSCRIBERS) and Subscriber.objects.count() == len(everyone) == 2
+    # What names no reader stays open: the editions' list (counts only) and a post's e-mail preview.
+    editions_list = sso.get(EDITIONS)
+    assert editions_list.status_code == 200 and not any(reader in text_of(editions_list) for reader in READERS)
+    post = Edition.objects.get().post_id
+    assert sso.get(f"{EDITIONS}post/{post}/preview/").status_code == 200
 
     sso.post("/admin/confirm-password/", {"password": PASSWORD, "next": "/admin/"})
-    assert sso.get(f"{SUBSCRIBERS}export/").status_code == 200
+
+    for url, address in readers_pages:
+        allowed = sso.get(url)
+        assert allowed.status_code == 200, (url, allowed.status_code)
+        assert address is None or address in body_of(allowed), url
+
+
+def test_a_session_signed_in_with_the_password_is_not_asked_for_it_again(admin, readers_pages):
+    browser = Client()
+    signed_in = browser.post("/admin/login/?next=/admin/", {"username": admin.email, "password": PASSWORD})
+    assert signed_in.status_code == 302
+
+    for url, address in readers_pages:
+        page = browser.get(url)
+        assert page.status_code == 200, (url, page.status_code)
+        assert address is None or address in body_of(page), url
+
+
+def test_an_sso_session_of_an_editor_previews_and_tests_a_post_without_the_password(client_for, account, letter):
+    editor = UserFactory(account=account, role=Role.EDITOR, email="eve@example.com")
+    post = PostFactory(channel=letter, title="Spring issue")
+    sso = sso_browser(client_for, ApiKeyFactory(user=editor, scopes=["write:sso"]), editor)
+
+    assert sso.get(f"{EDITIONS}post/{post.pk}/preview/").status_code == 200
+    assert sso.post(f"{EDITIONS}post/{post.pk}/send-test/").status_code == 302
+    assert [m.to for m in mail.outbox] == [["eve@example.com"]]
 
 
 # --- Suppressions --------------------------------------------------------------------------------
