@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
 from apps.api.pagination import CursorPagePagination
+from apps.api.permissions import require_account_admin
 from apps.api.request_fields import (
     QueryFilterSerializer,
     StrictBooleanField,
@@ -38,6 +39,14 @@ REFUSED = error(
     "reported a newsletter as spam (`unsubscribed`, `bounce`, `complaint`): neither the API nor an import ever "
     "turns such an address back on. The message says who can.",
     "conflict",
+)
+
+FORBIDDEN_TO_ADD = error(
+    "The key lacks `write:subscribers` (`insufficient_scope`, the message names it), or the body says `confirmed: "
+    "true` and the key's owner is not an admin of the account (`admin_required`): only an admin may record a "
+    "person as opted in elsewhere, with no confirmation e-mail. Nobody is added.",
+    "insufficient_scope",
+    "admin_required",
 )
 
 
@@ -74,7 +83,8 @@ class SubscriberCreateSerializer(StrictSerializer):
         default=False,
         help_text="false (the default): the person is `unconfirmed` and is sent the confirmation e-mail; only "
         "pressing its button makes them `confirmed`. true: they opted in elsewhere and are `confirmed` at once "
-        "(`subscriber.confirmed` is sent), with no e-mail.",
+        "(`subscriber.confirmed` is sent), with no e-mail; only a key whose owner is an admin may say so (403 "
+        "`admin_required` otherwise).",
     )
 
 
@@ -116,13 +126,19 @@ class SubscriberListView(APIView):
         summary="Add a person to a newsletter channel's list",
         description=(
             "Scope `write:subscribers`. `email` is required; `name` and `confirmed` are optional. Answers 201 with "
-            "the subscriber.\n\nChecked in this order: 401; 403 without `write:subscribers`; 400 "
-            "`VALIDATION_ERROR` for a body that is not JSON, a field of the wrong type, an invalid address, a value "
-            f"too long or an unknown field; {NOT_A_NEWSLETTER}; 409 `conflict` for an address on the list already or "
-            "one that unsubscribed, bounced or complained (`details.reason` says which)."
+            "the subscriber.\n\nChecked in this order: 401; 403 `insufficient_scope` without `write:subscribers`; "
+            "400 `VALIDATION_ERROR` for a body that is not JSON, a field of the wrong type, an invalid address, a "
+            "value too long or an unknown field; 403 `admin_required` for `confirmed: true` from a key whose owner "
+            f"is not an admin; {NOT_A_NEWSLETTER}; 409 `conflict` for an address on the list already or one that "
+            "unsubscribed, bounced or complained (`details.reason` says which)."
         ),
         request=SubscriberCreateSerializer,
-        responses={201: SubscriberResponseSerializer, 409: REFUSED, **common_errors(not_found=True, bad_request=True)},
+        responses={
+            201: SubscriberResponseSerializer,
+            409: REFUSED,
+            **common_errors(not_found=True, bad_request=True),
+            403: FORBIDDEN_TO_ADD,
+        },
         examples=[
             OpenApiExample(
                 "Opted in on another site", value={"email": "ada@example.com", "name": "Ada", "confirmed": True}
@@ -134,6 +150,10 @@ class SubscriberListView(APIView):
     def post(self, request, channel_id: int):
         body = SubscriberCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        if body.validated_data["confirmed"]:
+            # No opt-in e-mail: a key given `write:subscribers` by a viewer or an editor must not fill the list
+            # with people who never asked; the users endpoints' "admin only" rule.
+            require_account_admin(request.user)
         channel = newsletter_get(account_id=request.auth.account_id, channel_id=channel_id)
         subscriber = subscriber_create(channel=channel, **body.validated_data)
         return Response({"data": SubscriberSerializer(subscriber).data}, status=status.HTTP_201_CREATED)

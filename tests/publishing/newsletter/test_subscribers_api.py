@@ -12,7 +12,15 @@ from apps.accounts.models import ALL_SCOPES, Scope
 from apps.publishing.newsletter import tasks
 from apps.publishing.newsletter.models import Subscriber, SuppressionReason
 from apps.publishing.newsletter.services import subscriber_unsubscribe, suppress
-from tests.factories import ApiKeyFactory, ChannelFactory, NewsletterChannelFactory, SubscriberFactory, UserFactory
+from apps.users.models import Role
+from tests.factories import (
+    AdminUserFactory,
+    ApiKeyFactory,
+    ChannelFactory,
+    NewsletterChannelFactory,
+    SubscriberFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -27,8 +35,8 @@ def newsletter(db):
 
 @pytest.fixture
 def key(newsletter):
-    """A key of the newsletter's account with every scope."""
-    return ApiKeyFactory(user=UserFactory(account=newsletter.account))
+    """A key of an admin of the newsletter's account with every scope."""
+    return ApiKeyFactory(user=AdminUserFactory(account=newsletter.account))
 
 
 @pytest.fixture
@@ -245,6 +253,31 @@ def test_a_person_who_opted_in_elsewhere_is_confirmed_at_once_without_an_email(
         "subscriber": data,
         "channel": {"id": newsletter.pk, "title": "Weekly Letter", "platform": "newsletter"},
     }
+
+
+@pytest.mark.parametrize("role", [Role.VIEWER, Role.EDITOR])
+def test_only_an_admins_key_adds_a_person_as_confirmed_others_add_them_to_confirm_by_email(
+    newsletter, client_for, confirmations, emitted, role, django_capture_on_commit_callbacks
+):
+    member = UserFactory(account=newsletter.account, role=role)
+    theirs = client_for(ApiKeyFactory(user=member, scopes=[Scope.WRITE_SUBSCRIBERS]))
+    admin = AdminUserFactory(account=newsletter.account)
+    admins = client_for(ApiKeyFactory(user=admin, scopes=[Scope.WRITE_SUBSCRIBERS]))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        refused = theirs.post(url(newsletter), {"email": "never-asked@example.com", "confirmed": True}, format="json")
+        pending = theirs.post(url(newsletter), {"email": "asks@example.com"}, format="json")
+        confirmed = admins.post(url(newsletter), {"email": "opted-in@example.com", "confirmed": True}, format="json")
+
+    assert refused.status_code == 403
+    assert error(refused)["code"] == "admin_required" and "admin" in error(refused)["message"]
+    assert not Subscriber.objects.filter(email="never-asked@example.com").exists()
+    assert (pending.status_code, pending.json()["data"]["status"]) == (201, "unconfirmed")
+    assert (confirmed.status_code, confirmed.json()["data"]["status"]) == (201, "confirmed")
+    assert confirmations == [[pending.json()["data"]["id"]]]
+    assert [event["data"]["subscriber"]["email"] for event in emitted("subscriber.confirmed")] == [
+        "opted-in@example.com"
+    ]
 
 
 def test_an_address_already_on_the_list_is_a_conflict_in_any_case(api, newsletter):
