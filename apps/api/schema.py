@@ -1,7 +1,14 @@
 """OpenAPI pieces shared by every endpoint: the Bearer scheme and the error envelope."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
-from drf_spectacular.utils import OpenApiCallback, OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiCallback,
+    OpenApiExample,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers
 
 from apps.core import json_input
@@ -36,7 +43,12 @@ class StrictSerializerScheme(OpenApiSerializerExtension):
         return schema
 
 
+# The error envelope. The serializers' docstrings are the schema's descriptions, read by the API's users.
+
+
 class ErrorDetailSerializer(serializers.Serializer):
+    """`details` of a `VALIDATION_ERROR`."""
+
     field = serializers.CharField(allow_null=True, help_text="The offending field, when there is one.")
     rule = serializers.CharField(help_text="The rule that failed, e.g. `required`, `invalid`, `max_value`.")
     errors = serializers.ListField(
@@ -52,22 +64,49 @@ class ErrorDetailSerializer(serializers.Serializer):
     )
 
 
+class ConflictDetailSerializer(serializers.Serializer):
+    """`details` of a 409 `conflict` that says why; the operation's 409 lists its reasons."""
+
+    reason = serializers.CharField(help_text="Why the request conflicts; each operation's 409 says its values.")
+
+
+# Every shape `details` takes on the wire: one of these, or no `details` at all.
+ERROR_DETAILS = PolymorphicProxySerializer(
+    component_name="ErrorDetails",
+    serializers=[ErrorDetailSerializer, ConflictDetailSerializer],
+    resource_type_field_name=None,
+    required=False,
+    help_text="Present on `VALIDATION_ERROR` (`field`, `rule`, `errors`) and on a 409 `conflict` that says why "
+    "(`reason`); absent on every other error.",
+)
+
+
 class ErrorBodySerializer(serializers.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
-    details = ErrorDetailSerializer(required=False, help_text="Present on `VALIDATION_ERROR`.")
+    details = ERROR_DETAILS
 
 
 class ErrorSerializer(serializers.Serializer):
     error = ErrorBodySerializer()
 
 
-def error(description: str, *codes: str) -> OpenApiResponse:
+def error_with_details(name: str, details: serializers.Serializer) -> type[serializers.Serializer]:
+    """An error envelope whose `details` always has this shape: the component `{name}` (a response of
+    one operation whose errors all carry it, such as a 409 with its reasons)."""
+    body = type(f"{name}BodySerializer", (ErrorBodySerializer,), {"details": details})
+    return type(f"{name}Serializer", (serializers.Serializer,), {"error": body()})
+
+
+def error(description: str, *codes: str, envelope=ErrorSerializer, example_details: dict | None = None):
+    """An error response of these codes; `envelope` (from error_with_details) when its `details` is
+    always there, with `example_details` for its examples."""
+    detail = {} if example_details is None else {"details": example_details}
     return OpenApiResponse(
-        ErrorSerializer,
+        envelope,
         description=f"{description} Codes: {', '.join(f'`{c}`' for c in codes)}." if codes else description,
         examples=[
-            OpenApiExample(code, value={"error": {"code": code, "message": "..."}}, response_only=True)
+            OpenApiExample(code, value={"error": {"code": code, "message": "...", **detail}}, response_only=True)
             for code in codes
         ],
     )

@@ -1,11 +1,13 @@
 """Schemathesis fuzzes every operation of the live server from its own `/v1/openapi.json`.
 
 With a valid key (every scope, an admin) each response must be documented for its operation (status
-code, content type, headers, body shape), never a 5xx; schema-valid input must not be refused with a
-400 and schema-violating input must not be accepted (so the schema states the server's real input
-rules). With invalid keys every operation answers a documented 401. The stateful phase then chains
-operations through the links schemathesis infers from the schema (a created user's id into GET, PUT and
-DELETE /v1/users/{user_id}, a listed channel's and post's ids into the post operations), so that requests
+code, content type, headers, body shape: response conformance, errors' `details` included), never a
+5xx; schema-valid input must not be refused with a 400 and schema-violating input must not be accepted
+(so the schema states the server's real input rules). The subscribers operations are sent to a real
+newsletter of the key's account, whose reader has the address of the POST's example (a 409). With
+invalid keys every operation answers a documented 401. The stateful phase then chains operations
+through the links schemathesis infers from the schema (a created user's id into GET, PUT and DELETE
+/v1/users/{user_id}, a listed channel's and post's ids into the post operations), so that requests
 reach real objects, and holds every step to the same checks.
 
 The run is deterministic (fixed seed, no example database, every stateful scenario starting from the same
@@ -25,6 +27,8 @@ from hypothesis import HealthCheck, Phase
 from hypothesis import settings as hypothesis_settings
 
 from apps.api.views import UnknownPathView
+from apps.publishing.newsletter.models import Subscriber, SuppressionReason
+from apps.publishing.newsletter.services import suppress
 from apps.users.models import Role, Status, User
 from tests.factories import (
     AccountFactory,
@@ -33,7 +37,9 @@ from tests.factories import (
     ApiPublicationFactory,
     ChannelFactory,
     MediaFactory,
+    NewsletterChannelFactory,
     PostFactory,
+    SubscriberFactory,
     TagFactory,
     UserFactory,
 )
@@ -75,14 +81,32 @@ CHECKS_OFF = {
 }
 
 
-def fuzz_config(*, max_examples: int, coverage: bool, stateful: bool = False) -> schemathesis.Config:
-    operations = [
-        {"include-method": method, "include-path": path, "phases": {"coverage": {"enabled": False}}}
-        for (method, path) in NO_COVERAGE_PHASE
-    ] + [
-        {"include-method": method, "include-path": path, "checks": {name: {"enabled": False} for name in names}}
-        for (method, path), names in CHECKS_OFF.items()
-    ]
+# The address of the subscribers POST's first OpenAPI example ("Opted in on another site"): the world's
+# newsletter has a reader with it, so the examples phase gets the 409 `conflict` and its `details.reason`.
+EXAMPLE_READER = "ada@example.com"
+
+
+def fuzz_config(
+    *, max_examples: int, coverage: bool, stateful: bool = False, newsletter_id: int | None = None
+) -> schemathesis.Config:
+    """`newsletter_id`: the channel every subscribers operation is sent to, so that the fuzzer reaches a real
+    list (its readers, 201, 409, 204) rather than a 404 for a channel id it made up."""
+    pinned = (
+        [{"include-path-regex": "/subscribers", "parameters": {"path.channel_id": newsletter_id}}]
+        if newsletter_id is not None
+        else []
+    )
+    operations = (
+        pinned
+        + [
+            {"include-method": method, "include-path": path, "phases": {"coverage": {"enabled": False}}}
+            for (method, path) in NO_COVERAGE_PHASE
+        ]
+        + [
+            {"include-method": method, "include-path": path, "checks": {name: {"enabled": False} for name in names}}
+            for (method, path), names in CHECKS_OFF.items()
+        ]
+    )
     return schemathesis.Config.from_dict(
         {
             "seed": SEED,
@@ -128,7 +152,9 @@ def world(settings):
     MediaFactory(post=pending)
     PostFactory(channel=blog, teaser="", meta_title=None, publication_status="published", published_at=timezone.now())
     ChannelFactory(account=AccountFactory())  # another account's, never to be seen
-    return {"admin": admin, "key": ApiKeyFactory(user=admin)}
+    newsletter = NewsletterChannelFactory(account=account, team=None)
+    SubscriberFactory(channel=newsletter, email=EXAMPLE_READER)
+    return {"admin": admin, "key": ApiKeyFactory(user=admin), "newsletter": newsletter}
 
 
 def keep_usable(world) -> None:
@@ -139,19 +165,23 @@ def keep_usable(world) -> None:
         admin.save(force_insert=True)
         key.save(force_insert=True)  # the same prefix and hash: the same raw key works again
     User.objects.filter(pk=admin.pk).update(status=Status.ACTIVE, role=Role.ADMIN)
+    # The same for the reader whose address the examples phase adds again (a DELETE may have erased them).
+    Subscriber.objects.get_or_create(channel=world["newsletter"], email=EXAMPLE_READER)
 
 
 @pytest.fixture
 def live_schema(live_server, world):
     return schemathesis.openapi.from_url(
-        f"{live_server.url}/v1/openapi.json", config=fuzz_config(max_examples=12, coverage=True)
+        f"{live_server.url}/v1/openapi.json",
+        config=fuzz_config(max_examples=12, coverage=True, newsletter_id=world["newsletter"].pk),
     )
 
 
 @pytest.fixture
 def live_schema_no_coverage(live_server, world):
     return schemathesis.openapi.from_url(
-        f"{live_server.url}/v1/openapi.json", config=fuzz_config(max_examples=4, coverage=False)
+        f"{live_server.url}/v1/openapi.json",
+        config=fuzz_config(max_examples=4, coverage=False, newsletter_id=world["newsletter"].pk),
     )
 
 
@@ -166,6 +196,30 @@ def test_every_operation_conforms_to_the_schema_with_a_valid_key(case, world):
         case.call_and_validate(headers={"Authorization": f"Bearer {world['key'].raw}"})
     finally:
         keep_usable(world)
+
+
+def test_every_error_of_adding_a_subscriber_matches_the_schema_of_its_status(live_server, world):
+    """The errors the fuzzer may or may not draw, each sent once: the response checks of the run above
+    (the 409's `details.reason` included) hold for every one."""
+    newsletter = world["newsletter"]
+    suppress(account_id=newsletter.account_id, email="bounced@example.com", reason=SuppressionReason.BOUNCE)
+    viewer = ApiKeyFactory(user=UserFactory(account=newsletter.account, role=Role.VIEWER))
+    schema = schemathesis.openapi.from_url(f"{live_server.url}/v1/openapi.json", config=fuzz_config(
+        max_examples=1, coverage=False, newsletter_id=newsletter.pk))  # fmt: skip
+    operation = schema["/v1/channels/{channel_id}/subscribers"]["POST"]
+    sent = [
+        (world["key"], {"email": EXAMPLE_READER}, 409, "conflict"),
+        (world["key"], {"email": "bounced@example.com"}, 409, "conflict"),
+        (world["key"], {"email": "not an address"}, 400, "VALIDATION_ERROR"),
+        # Valid as sent, not once lower-cased ("İ" becomes "i" and a combining dot): refused by the service.
+        (world["key"], {"email": "\u0130@example.com"}, 400, "VALIDATION_ERROR"),
+        (viewer, {"email": "new@example.com", "confirmed": True}, 403, "admin_required"),
+    ]
+
+    for key, body, status, code in sent:
+        case = operation.Case(path_parameters={"channel_id": newsletter.pk}, body=body, media_type="application/json")
+        response = case.call_and_validate(headers={"Authorization": f"Bearer {key.raw}"})
+        assert (response.status_code, response.json()["error"]["code"]) == (status, code), body
 
 
 @pytest.fixture
@@ -241,7 +295,9 @@ def restore(saved: dict) -> None:
 def live_state_machine(live_server, world):
     schema = schemathesis.openapi.from_url(
         f"{live_server.url}/v1/openapi.json",
-        config=fuzz_config(max_examples=STATEFUL_SCENARIOS, coverage=False, stateful=True),
+        config=fuzz_config(
+            max_examples=STATEFUL_SCENARIOS, coverage=False, stateful=True, newsletter_id=world["newsletter"].pk
+        ),
     )
     # Links are inferred from the schema (schemathesis' dependency analysis): a created user's `id` to
     # GET/PUT/DELETE /v1/users/{user_id}, a listed channel's `id` to its posts, a listed post's `id` (and the

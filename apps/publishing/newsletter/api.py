@@ -20,9 +20,9 @@ from apps.api.request_fields import (
     StrictEmailField,
     StrictSerializer,
 )
-from apps.api.schema import common_errors, error
+from apps.api.schema import common_errors, error, error_with_details
 from apps.core.serializers import fields_of
-from apps.publishing.newsletter.models import Subscriber, SubscriberStatus, normalize_email
+from apps.publishing.newsletter.models import Subscriber, SubscriberStatus, SuppressionReason, normalize_email
 from apps.publishing.newsletter.selectors import filter_subscribers, newsletter_get, subscriber_get
 from apps.publishing.newsletter.serializers import SubscriberSerializer
 from apps.publishing.newsletter.services import subscriber_create, subscriber_delete
@@ -34,11 +34,22 @@ NOT_A_NEWSLETTER = (
     "404 `not_found` for an unknown channel, another account's, or a channel that is not a `newsletter` (only "
     "newsletters have subscribers)"
 )
+
+
+class SubscriberConflictDetailSerializer(serializers.Serializer):
+    reason = serializers.ChoiceField(
+        choices=["exists", *SuppressionReason.values],
+        help_text="`exists`: on the list already; otherwise the suppression's reason.",
+    )
+
+
 REFUSED = error(
     "The address is on the channel's list already (`details.reason` `exists`), or it unsubscribed, bounced or "
     "reported a newsletter as spam (`unsubscribed`, `bounce`, `complaint`): neither the API nor an import ever "
     "turns such an address back on. The message says who can.",
     "conflict",
+    envelope=error_with_details("SubscriberConflict", SubscriberConflictDetailSerializer()),
+    example_details={"reason": "exists"},
 )
 
 FORBIDDEN_TO_ADD = error(

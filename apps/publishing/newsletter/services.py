@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from apps.channels.models import Channel, Platform
 from apps.core.errors import Conflict, InvalidInput, NotFound
+from apps.core.validation import validation_envelope
 from apps.publishing.newsletter.events import SubscriberEvent
 from apps.publishing.newsletter.models import (
     Newsletter,
@@ -76,7 +77,8 @@ def clean_email(email: str) -> str:
         validate_email(email)
     except ValidationError:
         message = "Enter a valid e-mail address."
-        raise InvalidInput(message, details={"email": [message]}) from None
+        _, details = validation_envelope([{"field": "email", "rule": "invalid", "message": message}])
+        raise InvalidInput(message, details=details) from None
     return email
 
 
