@@ -10,11 +10,11 @@ of signals, so the login view reports them).
 Installed by `SettingsAreaConfig` (apps/settings_area/apps.py) in place of django.contrib.admin.
 """
 
-from functools import update_wrapper
+from functools import cache, update_wrapper
 
 from django.contrib import admin
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Q
+from django.db.models import CASCADE, Q
 from django.db.models.base import ModelBase
 from django.urls import path, reverse
 from django.utils.decorators import method_decorator
@@ -115,12 +115,11 @@ class ServiceAdminSite(admin.AdminSite):
         other views (buttons) carry the model admin as `model_admin`."""
         model_admin = getattr(view, "__self__", None) or getattr(view, "model_admin", None)
         policy = getattr(model_admin, "step_up", None)
-        return (
-            policy is not None
-            and request.user.is_authenticated
-            and step_up.is_limited(request.session)
-            and step_up.applies(policy, view, request.method)
-        )
+        if not (request.user.is_authenticated and step_up.is_limited(request.session)):
+            return False
+        if policy is not None and step_up.applies(policy, view, request.method):
+            return True
+        return model_admin is not None and _deletion_page(view, request) and _deletes_guarded_rows(model_admin)
 
     def ask_for_password(self, request):
         return views.ask_for_password(self, request)
@@ -151,3 +150,35 @@ class ServiceAdminSite(admin.AdminSite):
             step_up.mark_started_with_password(request.session)
             user_record_login(user=request.user, via=LoginMethod.ADMIN)
         return response
+
+
+def _deletion_page(view, request) -> bool:
+    """Django's delete page of an object, or its list's "delete selected" action (both list what goes)."""
+    name = getattr(view, "__name__", "")
+    return name == "delete_view" or (
+        name == "changelist_view" and request.method == "POST" and request.POST.get("action") == "delete_selected"
+    )
+
+
+def _deletes_guarded_rows(model_admin) -> bool:
+    """Whether deleting the model admin's rows takes rows of a model whose every page is behind the
+    step-up (StepUp.EVERY_PAGE): Django's delete page names each row it takes (a newsletter
+    channel's readers, by address), so it asks for the password as those rows' own pages do."""
+    site = model_admin.admin_site
+    return any(
+        getattr(site._registry.get(model), "step_up", None) is step_up.StepUp.EVERY_PAGE
+        for model in _cascades_to(model_admin.model)
+    )
+
+
+@cache
+def _cascades_to(model) -> frozenset:
+    """Every model whose rows the deletion of `model`'s rows deletes too (CASCADE, at any depth)."""
+    found, todo = set(), [model]
+    while todo:
+        for relation in todo.pop()._meta.related_objects:
+            related = relation.related_model
+            if relation.on_delete is CASCADE and related not in found:
+                found.add(related)
+                todo.append(related)
+    return frozenset(found)

@@ -429,7 +429,7 @@ def test_the_lists_export_link_carries_its_filters(browser, letter):
     assert f"{SUBSCRIBERS}export/?status__exact=unconfirmed&amp;q=ada" in page.content.decode()
 
 
-READERS = ("reader@example.com", "failed@example.com", "gone@example.com")
+READERS = ("reader@example.com", "failed@example.com", "gone@example.com", "unsent-reader@example.com")
 
 
 @pytest.fixture
@@ -440,6 +440,7 @@ def readers_pages(letter):
     edition = edition_of(PostFactory(channel=letter, title="May"), failed=[1], uncertain=[0])
     suppression = suppress(account_id=letter.account_id, email="gone@example.com", reason=SuppressionReason.BOUNCE,
                            detail="550 5.1.1 <gone@example.com>: no such user")  # fmt: skip
+    unsent = SubscriberFactory(channel__account=letter.account, email="unsent-reader@example.com").channel
     return [
         (SUBSCRIBERS, "reader@example.com"),
         (f"{SUBSCRIBERS}?q=reader", "reader@example.com"),
@@ -454,6 +455,9 @@ def readers_pages(letter):
         (f"{SUPPRESSIONS}{suppression.pk}/delete/", None),
         (f"{EDITIONS}{edition.pk}/change/", "failed@example.com"),
         (f"{EDITIONS}{edition.pk}/send-uncertain/", None),
+        # Django's page that confirms a deletion names every row that goes with it: a channel's readers
+        # (a channel with no edition: one with editions cannot be deleted, and its page lists nothing).
+        (f"/admin/channels/channel/{unsent.pk}/delete/", "unsent-reader@example.com"),
     ]
 
 
@@ -472,7 +476,11 @@ def test_an_sso_session_confirms_its_password_before_any_page_that_names_a_reade
     # A POST is refused before it does anything: the reader is still on the list.
     everyone = list(Subscriber.objects.values_list("pk", flat=True))
     erase = sso.post(SUBSCRIBERS, {"action": "delete_selected", "_selected_action": everyone, "post": "yes"})
-    assert asks_for_password(erase, SUBSCRIBERS) and Subscriber.objects.count() == len(everyone) == 2
+    assert asks_for_password(erase, SUBSCRIBERS) and Subscriber.objects.count() == len(everyone) == 3
+    channels = "/admin/channels/channel/"
+    unsent = Subscriber.objects.get(email="unsent-reader@example.com").channel_id
+    delete_unsent = sso.post(channels, {"action": "delete_selected", "_selected_action": [unsent]})
+    assert asks_for_password(delete_unsent, channels)
     # What names no reader stays open: the editions' list (counts only) and a post's e-mail preview.
     editions_list = sso.get(EDITIONS)
     assert editions_list.status_code == 200 and not any(reader in text_of(editions_list) for reader in READERS)
