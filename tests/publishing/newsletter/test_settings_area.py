@@ -495,6 +495,18 @@ def test_an_sso_session_confirms_its_password_before_any_page_that_names_a_reade
         assert address is None or address in body_of(allowed), url
 
 
+def test_the_recent_actions_name_no_reader_before_the_password(client_for, admin, letter):
+    browser = Client()
+    browser.post("/admin/login/", {"username": admin.email, "password": PASSWORD})
+    browser.post(f"{SUBSCRIBERS}add/", {"channel": letter.pk, "email": "added@example.com", "name": ""})
+    assert "added@example.com" in browser.get("/admin/").content.decode()  # Django's "Recent actions"
+    sso = sso_browser(client_for, ApiKeyFactory(user=admin, scopes=["write:sso"]), admin)
+
+    assert "added@example.com" not in sso.get("/admin/").content.decode()
+    sso.post("/admin/confirm-password/", {"password": PASSWORD, "next": "/admin/"})
+    assert "added@example.com" in sso.get("/admin/").content.decode()
+
+
 def test_a_session_signed_in_with_the_password_is_not_asked_for_it_again(admin, readers_pages):
     browser = Client()
     signed_in = browser.post("/admin/login/?next=/admin/", {"username": admin.email, "password": PASSWORD})
