@@ -313,6 +313,8 @@ class DeliveryAdmin(ObjectButtonsAdmin):
     list_select_related = ("event", "endpoint")
     inlines = [AttemptInline]
     actions = ["retry_now"]
+    # A delivery's page shows its event's body, and subscriber.* events name a newsletter reader by address.
+    step_up = StepUp.ALL_BUT_THE_LIST
     fields = (
         "id", "event_kind", "endpoint", "status", "attempts", "next_attempt_at", "last_status_code",
         "last_error", "delivered_at", "created_at", "event_body",

@@ -26,8 +26,9 @@ from apps.publishing.newsletter.models import (
     SuppressionReason,
     email_hash,
 )
-from apps.publishing.newsletter.services import subscriber_unsubscribe, suppress
+from apps.publishing.newsletter.services import subscriber_create, subscriber_unsubscribe, suppress
 from apps.users.models import Role
+from apps.webhooks.models import Delivery as WebhookDelivery
 from tests.conftest import admin_session
 from tests.factories import (
     AccountFactory,
@@ -39,6 +40,7 @@ from tests.factories import (
     PostFactory,
     SubscriberFactory,
     UserFactory,
+    WebhookEndpointFactory,
 )
 from tests.publishing.newsletter.test_subscribers_api import record_confirmations
 from tests.publishing.test_settings_area import messages_of, text_of
@@ -429,7 +431,9 @@ def test_the_lists_export_link_carries_its_filters(browser, letter):
     assert f"{SUBSCRIBERS}export/?status__exact=unconfirmed&amp;q=ada" in page.content.decode()
 
 
-READERS = ("reader@example.com", "failed@example.com", "gone@example.com", "unsent-reader@example.com")
+READERS = (
+    "reader@example.com", "failed@example.com", "gone@example.com", "unsent-reader@example.com", "hooked@example.com",
+)  # fmt: skip
 
 
 @pytest.fixture
@@ -441,6 +445,9 @@ def readers_pages(letter):
     suppression = suppress(account_id=letter.account_id, email="gone@example.com", reason=SuppressionReason.BOUNCE,
                            detail="550 5.1.1 <gone@example.com>: no such user")  # fmt: skip
     unsent = SubscriberFactory(channel__account=letter.account, email="unsent-reader@example.com").channel
+    WebhookEndpointFactory(account=letter.account, events=["subscriber.confirmed"])
+    subscriber_create(channel=letter, email="hooked@example.com", confirmed=True)
+    delivery = WebhookDelivery.objects.get(event__kind="subscriber.confirmed")
     return [
         (SUBSCRIBERS, "reader@example.com"),
         (f"{SUBSCRIBERS}?q=reader", "reader@example.com"),
@@ -458,6 +465,8 @@ def readers_pages(letter):
         # Django's page that confirms a deletion names every row that goes with it: a channel's readers
         # (a channel with no edition: one with editions cannot be deleted, and its page lists nothing).
         (f"/admin/channels/channel/{unsent.pk}/delete/", "unsent-reader@example.com"),
+        # A webhook delivery's page shows its event's body: subscriber.confirmed names the reader.
+        (f"/admin/webhooks/delivery/{delivery.pk}/change/", "hooked@example.com"),
     ]
 
 
@@ -476,7 +485,7 @@ def test_an_sso_session_confirms_its_password_before_any_page_that_names_a_reade
     # A POST is refused before it does anything: the reader is still on the list.
     everyone = list(Subscriber.objects.values_list("pk", flat=True))
     erase = sso.post(SUBSCRIBERS, {"action": "delete_selected", "_selected_action": everyone, "post": "yes"})
-    assert asks_for_password(erase, SUBSCRIBERS) and Subscriber.objects.count() == len(everyone) == 3
+    assert asks_for_password(erase, SUBSCRIBERS) and Subscriber.objects.count() == len(everyone) == 4
     channels = "/admin/channels/channel/"
     unsent = Subscriber.objects.get(email="unsent-reader@example.com").channel_id
     delete_unsent = sso.post(channels, {"action": "delete_selected", "_selected_action": [unsent]})
