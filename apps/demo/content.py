@@ -23,6 +23,7 @@ from apps.posts.services import (
     post_set_status,
     posts_put,
 )
+from apps.publishing.git.models import GitDestination
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.newsletter.services import ImportRow, subscribers_import
 from apps.publishing.services import channel_run
@@ -69,9 +70,12 @@ def demo_repository(account: Account) -> Path:
 
 def _seed_git_destination(channel: Channel) -> str | None:
     """Point the demo git channel at a local bare repository under var/ (where local repositories
-    are allowed: `make run` allows them), so publishing makes real commits; None elsewhere."""
+    are allowed: `make run` allows them), so publishing makes real commits. Elsewhere (a seed run
+    by hand, without `make run`'s GIT_ALLOW_LOCAL_REPOSITORIES) the channel keeps the repository it
+    has, if any, which is the one reported."""
     if not settings.GIT_ALLOW_LOCAL_REPOSITORIES:
-        return None
+        destination = GitDestination.objects.filter(channel=channel).first()
+        return destination.repository_url if destination else None
     path = demo_repository(channel.account)
     if not (path / "objects").is_dir():
         path.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,9 @@
 """Demo data for trying the service and for tests: `python manage.py seed_demo`.
 
 Running it again updates the same accounts and users instead of adding new ones, revokes the
-earlier demo keys and prints fresh ones, and gives every demo user a fresh password.
+earlier demo keys and prints fresh ones, and keeps every password it printed before (`make run`
+printed them, and the README's tour runs the seed again): only a user who has none yet, or every
+demo user when asked (`new_passwords`), gets a fresh one.
 """
 
 import secrets
@@ -75,8 +77,10 @@ def _fresh_keys(account: Account, users: dict[str, User]) -> dict[str, str]:
     return keys
 
 
-def _fresh_login(user: User) -> dict[str, str]:
-    # A fresh password on every run, like the keys: one printed by an earlier run stops working.
+def _login(user: User, *, new_password: bool) -> dict[str, str | None]:
+    """The user's login; its password only when this run set it (None: the one printed before)."""
+    if user.has_usable_password() and user.password and not new_password:
+        return {"username": user.email, "password": None}
     password = secrets.token_urlsafe(12)
     user.set_password(password)
     user.save(update_fields=["password"])
@@ -84,7 +88,7 @@ def _fresh_login(user: User) -> dict[str, str]:
 
 
 @transaction.atomic
-def seed_demo() -> dict:
+def seed_demo(*, new_passwords: bool = False) -> dict:
     accounts = []
     for spec in DEMO_ACCOUNTS:
         account, _ = Account.objects.get_or_create(name=spec["name"], defaults={"plan": spec["plan"]})
@@ -101,14 +105,10 @@ def seed_demo() -> dict:
                 "keys": _fresh_keys(account, users),
                 # "channels": {platform: id}, "posts": {case of the api channel: id}
                 **seed_content(account),
-                "logins": {str(role): _fresh_login(user) for role, user in users.items()},
+                "logins": {str(role): _login(user, new_password=new_passwords) for role, user in users.items()},
             }
         )
-    password = secrets.token_urlsafe(12)
     operator = User.objects.filter(email=OPERATOR_EMAIL).first()
     if operator is None:
-        operator = User.objects.create_superuser(OPERATOR_EMAIL, password, name="Site Operator")
-    else:
-        operator.set_password(password)
-        operator.save(update_fields=["password"])
-    return {"accounts": accounts, "admin_login": {"username": OPERATOR_EMAIL, "password": password}}
+        operator = User.objects.create_superuser(OPERATOR_EMAIL, None, name="Site Operator")
+    return {"accounts": accounts, "admin_login": _login(operator, new_password=new_passwords)}

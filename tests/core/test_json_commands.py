@@ -190,7 +190,7 @@ def test_seed_demo_if_empty_on_data_prints_the_same_shape_with_nothing_in_it(man
     UserFactory()
     code, out, err = manage("seed_demo", "--if-empty", "--json")
     assert (code, err) == (0, "")
-    assert json.loads(out) == {"accounts": [], "admin_login": None}
+    assert json.loads(out) == {"site_url": settings.SITE_URL, "accounts": [], "admin_login": None}
 
 
 @pytest.mark.django_db

@@ -107,3 +107,24 @@ def test_without_local_repositories_the_git_channel_has_no_destination_and_still
         assert post.published_at is not None
     assert not (var_dir / "demo-git").exists()
     assert not PublicationJob.objects.exists()
+
+
+def test_a_seed_run_by_hand_after_make_runs_reports_the_git_channels_repository(settings, var_dir):
+    """make run seeds with local repositories allowed; the README's tour runs seed_demo --json by
+    hand, without them: the channel keeps its repository, and the JSON says which it is."""
+    settings.GIT_ALLOW_LOCAL_REPOSITORIES = True
+    first = seed_demo()
+    jobs = PublicationJob.objects.count()
+    settings.GIT_ALLOW_LOCAL_REPOSITORIES = False
+
+    second = seed_demo()
+
+    for before, after in zip(first["accounts"], second["accounts"], strict=True):
+        assert (
+            after["git_repository"]
+            == before["git_repository"]
+            == str(var_dir / "demo-git" / f"account-{after['id']}.git")
+        )
+        assert GitDestination.objects.get(channel_id=after["channels"]["git"]).repository_url == after["git_repository"]
+        assert len(commits(after["git_repository"])) == 1
+    assert PublicationJob.objects.count() == jobs

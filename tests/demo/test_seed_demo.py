@@ -1,7 +1,9 @@
 import json
+import re
 from io import StringIO
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.test import RequestFactory
@@ -33,7 +35,8 @@ def bearer(raw: str) -> APIClient:
 
 def test_seed_demo_prints_the_documented_shape():
     result = seed()
-    assert set(result) == {"accounts", "admin_login"}
+    assert set(result) == {"site_url", "accounts", "admin_login"}
+    assert result["site_url"] == settings.SITE_URL
     assert len(result["accounts"]) == 2
     for account in result["accounts"]:
         assert set(account) >= {"id", "name", "plan", "users", "keys"}
@@ -44,6 +47,7 @@ def test_seed_demo_prints_the_documented_shape():
         assert set(account["logins"]) == {"admin", "editor", "viewer"}
         for login in account["logins"].values():
             assert set(login) == {"username", "password"}
+            assert isinstance(login["password"], str)  # a first run sets every password
     assert set(result["admin_login"]) == {"username", "password"}
 
 
@@ -112,14 +116,60 @@ def test_seed_demo_logins_sign_in_as_the_demo_users():
             assert (user.email, user.role, user.account_id) == (login["username"], role, account["id"])
 
 
-def test_seed_demo_logins_are_fresh_on_every_run():
-    first = seed()["accounts"][0]["logins"]
-    second = seed()["accounts"][0]["logins"]
-    for role in ("admin", "editor", "viewer"):
-        assert second[role]["username"] == first[role]["username"]
-        assert second[role]["password"] != first[role]["password"]
-        assert signs_in(first[role]) is None
-        assert signs_in(second[role]) is not None
+def printed_logins(printed: str) -> list[dict]:
+    """The logins a text run printed (`admin login  admin@... / password`), the operator's included."""
+    found = re.findall(r"^\s*(?:\w+ login|Admin site login:)\s+(\S+@\S+) / (\S+)$", printed, re.MULTILINE)
+    return [{"username": username, "password": password} for username, password in found]
+
+
+def test_a_second_seed_keeps_the_passwords_that_make_runs_seed_printed(client):
+    out = StringIO()
+    call_command("seed_demo", "--if-empty", stdout=out)  # as make run seeds an empty database
+    first = printed_logins(out.getvalue())
+    assert len(first) == 7
+
+    second = seed()  # the README's tour
+
+    for login in first[:-1]:
+        assert signs_in(login) is not None, login
+    operator = first[-1]
+    assert client.login(username=operator["username"], password=operator["password"])
+    logins = [login for account in second["accounts"] for login in account["logins"].values()]
+    assert [login["username"] for login in logins] == [login["username"] for login in first[:-1]]
+    assert {login["password"] for login in [*logins, second["admin_login"]]} == {None}
+
+
+def test_a_second_seed_says_the_passwords_are_unchanged_instead_of_printing_them():
+    seed()
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    assert printed_logins(out.getvalue()) == []
+    lines = [line for line in out.getvalue().splitlines() if " login" in line]
+    assert len(lines) == 7
+    assert all(line.endswith("/ (password unchanged: the one printed when it was set)") for line in lines)
+
+
+def test_new_passwords_gives_every_demo_user_a_fresh_one_and_the_old_ones_stop_working(client):
+    first = seed()
+    out = StringIO()
+    call_command("seed_demo", "--json", "--new-passwords", stdout=out)
+    second = json.loads(out.getvalue())
+    for before, after in zip(first["accounts"], second["accounts"], strict=True):
+        for role in ("admin", "editor", "viewer"):
+            assert after["logins"][role]["password"] not in {None, before["logins"][role]["password"]}
+            assert signs_in(before["logins"][role]) is None
+            assert signs_in(after["logins"][role]) is not None
+    assert not client.login(**first["admin_login"])
+    assert client.login(**second["admin_login"])
+
+
+def test_the_json_says_where_the_service_answers_and_the_blogs_are_there(settings):
+    settings.SITE_URL = "http://127.0.0.1:8765"
+    result = seed()
+    assert result["site_url"] == "http://127.0.0.1:8765"
+    for account in result["accounts"]:
+        assert account["blog_url"].startswith("http://127.0.0.1:8765/blog/")
+        assert account["newsletter_url"].startswith("http://127.0.0.1:8765/blog/")
 
 
 def test_seed_demo_prints_the_logins():
