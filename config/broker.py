@@ -42,3 +42,9 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+    @property
+    def default_connection_params(self) -> dict:
+        # A folder needs no host. kombu's virtual transports default to "localhost", and a URL without
+        # one (filesystem://) made every connection warn "No hostname was supplied" (each enqueue).
+        return {"port": self.default_port, "hostname": None}

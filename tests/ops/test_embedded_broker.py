@@ -59,3 +59,24 @@ def test_the_embedded_default_sends_tasks_through_it_and_a_redis_broker_does_not
     assert embedded.stdout.strip() == "config.broker:Transport", embedded.stderr
     redis = settings_loaded(show, {"REDIS_URL": "redis://127.0.0.1:6379/0"}, unset=("CELERY_",))
     assert redis.stdout.strip() == "None", redis.stderr
+
+
+ENQUEUE = """
+import django
+django.setup()
+from config.celery import app
+for _ in range(2):
+    app.send_task("posts.content_plan")
+print(app.connection_for_write().as_uri())
+"""
+
+
+def test_enqueueing_on_the_embedded_default_warns_of_no_missing_host(tmp_path):
+    """kombu warned "No hostname was supplied" at every connection to a broker URL without a host,
+    which filesystem:// is (a folder has none)."""
+    result = settings_loaded(
+        ENQUEUE, {"REDIS_URL": "", "FILESYSTEM_BROKER_DIR": str(tmp_path), "LOG_LEVEL": "DEBUG"}, unset=("CELERY_",)
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(list((tmp_path / "queue").glob("*.msg"))) == 2
+    assert "hostname" not in result.stdout + result.stderr
