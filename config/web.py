@@ -5,6 +5,8 @@ Its settings are Django's (config/settings.py, the WEB_* block): read from the e
 socket; nothing is written outside the process but its output.
 """
 
+import logging
+import multiprocessing
 import os
 
 # Settings that gunicorn read and granian has no counterpart for: refused, so that a deployment
@@ -33,6 +35,36 @@ LOGGING = {
 }
 
 
+# granian's warning when there are more worker processes than cores. Up to one and a half per core
+# is what the service measured fastest (the default: 3 on the project's 2 cores, docs/benchmarks.md;
+# docs/operations.md, Sizing the web process), so there the warning is noise on every start; past
+# that it stands.
+MORE_WORKERS_THAN_CORES = "Configured number of workers appears to be higher than the amount of CPU cores"
+
+
+class WorkersAsMeasured(logging.Filter):
+    def __init__(self, workers: int) -> None:
+        super().__init__()
+        self.measured = workers <= multiprocessing.cpu_count() * 3 // 2
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.measured and record.getMessage().startswith(MORE_WORKERS_THAN_CORES))
+
+
+def logging_config(workers: int) -> dict:
+    """LOGGING, with granian's own lines filtered for `workers` worker processes. granian replaces
+    its dict's top-level keys with these, so both of its handlers are given again."""
+    stdout = {"class": "logging.StreamHandler", "stream": "ext://sys.stdout"}
+    return {
+        **LOGGING,
+        "filters": {"workers": {"()": WorkersAsMeasured, "workers": workers}},
+        "handlers": {
+            "console": {**stdout, "formatter": "generic", "filters": ["workers"]},
+            "access": {**stdout, "formatter": "access"},
+        },
+    }
+
+
 def server_options(web) -> dict:
     """granian's options from the settings (`web`: django.conf.settings)."""
     from granian.constants import HTTPModes, Interfaces, RuntimeModes
@@ -55,7 +87,7 @@ def server_options(web) -> dict:
         "http1_settings": HTTP1Settings(
             header_read_timeout=web.WEB_HEADER_TIMEOUT * 1000, keep_alive=True, max_buffer_size=HEAD_BUFFER_BYTES
         ),
-        "log_dictconfig": LOGGING,
+        "log_dictconfig": logging_config(web.WEB_CONCURRENCY),
         "log_access": web.WEB_ACCESS_LOG,
         # The path without its query string: query strings can carry one-time tokens.
         "log_access_format": '%(addr)s "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).1fms',

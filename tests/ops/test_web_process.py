@@ -16,7 +16,7 @@ import requests
 from django.conf import settings
 
 from config.asgi import build_environ
-from config.web import LOGGING, server_options
+from config.web import LOGGING, MORE_WORKERS_THAN_CORES, WorkersAsMeasured, server_options
 from tests.conftest import settings_loaded
 from tests.factories import ApiKeyFactory
 
@@ -124,6 +124,28 @@ def test_granians_access_log_escapes_control_characters_of_the_path():
     formatter = logging.config.DictConfigurator({}).configure_formatter(LOGGING["formatters"]["access"])
     line = formatter.format(record)
     assert line == "127.0.0.1 /healthz\\n2026-11-24 18:00:00,000 INFO cps.request [forged]\\x00"
+
+
+def granian_warning(text: str) -> logging.LogRecord:
+    return logging.LogRecord("_granian", logging.WARNING, __file__, 1, text, (), None)
+
+
+@pytest.mark.parametrize(("cores", "workers", "warned"), [(2, 3, False), (2, 4, True), (8, 12, False), (8, 13, True)])
+def test_granians_more_workers_than_cores_warning_is_kept_only_past_one_and_a_half_per_core(
+    monkeypatch, cores, workers, warned
+):
+    monkeypatch.setattr("multiprocessing.cpu_count", lambda: cores)
+    warning = granian_warning(f"{MORE_WORKERS_THAN_CORES} available. Consider using {cores} workers")
+    assert WorkersAsMeasured(workers).filter(warning) is warned
+    assert WorkersAsMeasured(workers).filter(granian_warning("Workers respawn is configured, but ...")) is True
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="3 workers on one core are more than the measured default")
+def test_the_web_process_with_the_default_workers_starts_without_granians_workers_warning(start_web):
+    web = start_web(WEB_CONCURRENCY=3, WEB_THREADS=2)
+    log = web.log_text()
+    assert "Listening at" in log  # granian's own lines are still written
+    assert "Configured number of workers" not in log
 
 
 @pytest.mark.postgres
