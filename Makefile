@@ -12,8 +12,29 @@ PORT   ?= 8000
 # sets) would kill the worker while it lets its webhook attempts in flight end and records them: a
 # delivery's lease is WEBHOOK_TIMEOUT*2+5 s, 25 s by default (docs/operations.md, Stopping).
 STOP_WAIT ?= 30
-HONCHO := $(PY) -c 'import sys, honcho.command, honcho.manager; \
-	honcho.manager.KILL_WAIT = float(sys.argv.pop(1)); sys.exit(honcho.command.main())' $(STOP_WAIT)
+# honcho exits 130 when Ctrl-C stopped it (143 on SIGTERM): how a trial run ends, not an error for
+# make to report ("make: *** [run] Error 143"), so that is exit status 0; a process that failed
+# still fails the run.
+define HONCHO_PY
+import sys, honcho.command, honcho.manager
+honcho.manager.KILL_WAIT = float(sys.argv.pop(1))
+try:
+    honcho.command.main()
+except SystemExit as stop:
+    sys.exit(0 if stop.code in (130, 143) else stop.code)
+endef
+export HONCHO_PY
+HONCHO := $(PY) -c "$$HONCHO_PY" $(STOP_WAIT)
+# run's processes under honcho. Local trial runs deliver webhooks to receivers on this machine, and
+# publish the demo git channel to a local repository under var/, unless told otherwise. honcho gives
+# each process a PORT of its own (web's, +100, +200): all of them print and send the web's address
+# (SITE_URL). The shell becomes honcho (exec), so Ctrl-C and make's SIGTERM reach honcho, not a
+# shell that would die of them first.
+PROCESSES ?= web worker beat
+START = exec env SITE_URL=$${SITE_URL:-$$($(PY) -c 'from config.settings import SITE_URL; print(SITE_URL)')} \
+	PATH="$(CURDIR)/$(BIN):$$PATH" WEBHOOK_ALLOW_PRIVATE_TARGETS=$${WEBHOOK_ALLOW_PRIVATE_TARGETS:-true} \
+	GIT_ALLOW_LOCAL_REPOSITORIES=$${GIT_ALLOW_LOCAL_REPOSITORIES:-true} \
+	$(HONCHO) start -p $(PORT) $(PROCESSES)
 
 .PHONY: install run test lint format migrate clean bench requirements
 
@@ -33,13 +54,7 @@ run: migrate
 	$(PY) manage.py collectstatic --noinput -v0
 	GIT_ALLOW_LOCAL_REPOSITORIES=$${GIT_ALLOW_LOCAL_REPOSITORIES:-true} $(PY) manage.py seed_demo --if-empty
 	@$(PY) -c 'import os, config.settings as s; s.EMAIL_BACKEND == "apps.core.mail_files.EmailBackend" and print(f"E-mails are not sent (no EMAIL_BACKEND set): each is written to {os.path.relpath(s.EMAIL_FILE_PATH)}/ as an .eml file, which a mail client opens, and printed by the worker.")'
-	@# Local trial runs deliver webhooks to receivers on this machine, and publish the demo git
-	@# channel to a local repository under var/, unless told otherwise. honcho gives each process a
-	@# PORT of its own (web's, +100, +200): all of them print and send the web's address (SITE_URL).
-	SITE_URL=$${SITE_URL:-$$($(PY) -c 'from config.settings import SITE_URL; print(SITE_URL)')} \
-		PATH="$(CURDIR)/$(BIN):$$PATH" WEBHOOK_ALLOW_PRIVATE_TARGETS=$${WEBHOOK_ALLOW_PRIVATE_TARGETS:-true} \
-		GIT_ALLOW_LOCAL_REPOSITORIES=$${GIT_ALLOW_LOCAL_REPOSITORIES:-true} \
-		$(HONCHO) start -p $(PORT) web worker beat
+	$(START)
 
 test: install
 	$(BIN)/pytest

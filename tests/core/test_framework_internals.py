@@ -478,13 +478,15 @@ def test_kombu_publishes_through_the_filesystem_channels_put(tmp_path):
 def test_granian_merges_the_web_processs_logging_over_its_own_at_the_top_level(monkeypatch):
     captured: dict = {}
     monkeypatch.setattr(granian.log.logging.config, "dictConfig", captured.update)
-    granian.log.configure_logging(granian.log.LogLevels.info, web.LOGGING)
-    where = "config/web.py (LOGGING)"
+    granian.log.configure_logging(granian.log.LogLevels.info, web.logging_config(3))
+    where = "config/web.py (LOGGING, logging_config)"
     assert captured["formatters"] == web.LOGGING["formatters"], redo(where, "granian merges log_dictconfig otherwise")
     assert {handler["formatter"] for handler in captured["handlers"].values()} == set(web.LOGGING["formatters"]), redo(
         where, "granian's handlers name formatters that LOGGING does not replace"
     )
     assert {"_granian", "granian.access"} <= set(captured["loggers"])
+    assert captured["loggers"]["_granian"]["handlers"] == ["console"], redo(where, "the workers filter is not on")
+    assert captured["handlers"]["console"]["filters"] == ["workers"]
 
 
 # --- whitenoise / Django's manifest storage: config/storage.py -------------------------------------------
