@@ -6,7 +6,11 @@ from django.urls import include, path
 from apps.blog import views
 from apps.blog.urls import blog_pages
 
-pages = [path("robots.txt", views.robots, name="robots"), *blog_pages("")]
+pages = [
+    path("robots.txt", views.robots, name="robots"),
+    path("favicon.ico", views.favicon, name="favicon"),
+    *blog_pages(""),
+]
 
 # A root URLconf's app_name names no namespace; an include does, so "blog:…" reverses here too.
 urlpatterns = [path("", include((pages, "blog")))]

@@ -1,5 +1,5 @@
 """The public site on the service's host: each blog and newsletter under /blog/<handle>/, the
-previews of the Settings area, robots.txt, and the pages the links of newsletters' e-mails open
+previews of the Settings area, robots.txt and favicon.ico, and the pages the links of newsletters' e-mails open
 (on this host only, whatever the newsletter's domain). A channel's own domain has its pages at its
 root (domain_urls.py)."""
 
@@ -25,6 +25,7 @@ def blog_pages(prefix: str) -> list:
 urlpatterns = [
     path("", views.home, name="home"),
     path("robots.txt", views.robots, name="robots"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("blog-domains/check", views.domain_check, name="domain_check"),
     path("preview/<int:post_id>/", views.preview, name="preview"),
     path("newsletter/confirm/<slug:token>/", newsletter_pages.newsletter_confirm, name="newsletter_confirm"),

@@ -53,6 +53,13 @@ def test_the_blogs_domain_serves_its_index_posts_tags_feed_sitemap_and_robots_at
     assert on_domain(client, "/first-post/", host="BLOG.Example.COM").content == page.content
 
 
+def test_the_blogs_domain_answers_favicon_ico_with_the_blogs_icon(client, own_blog):
+    icon = on_domain(client, "/favicon.ico")
+    assert icon.status_code == 200
+    assert icon.content == client.get("/favicon.ico").content
+    assert icon["Content-Type"] == "image/svg+xml"
+
+
 def test_the_blog_stays_reachable_on_the_service_host_with_canonical_links_to_its_domain(client, own_blog):
     channel, post = own_blog
 

@@ -520,6 +520,18 @@ def test_robots_txt_names_the_blogs_sitemaps_and_keeps_crawlers_out_of_the_admin
         assert listed["Content-Type"].startswith("application/xml")
 
 
+def test_favicon_ico_is_the_blogs_icon_kept_for_a_day_by_browsers_and_caches(client, settings):
+    """Browsers ask for /favicon.ico on every page that names no icon (the admin, the API's docs)."""
+    response = client.get("/favicon.ico")
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/svg+xml"
+    assert set(response["Cache-Control"].split(", ")) == {"public", "max-age=86400"}
+    assert response.content == (settings.BASE_DIR / "apps/blog/static/blog/icon.svg").read_bytes()
+    assert client.head("/favicon.ico").status_code == 200
+    assert client.post("/favicon.ico").status_code == 405
+
+
 # --- 7. the members' preview ---
 
 
