@@ -654,7 +654,7 @@ ANYMAIL = _anymail()
 if IS_PRODUCTION and EMAIL_BACKEND.startswith("anymail.") and "WEBHOOK_SECRET" not in ANYMAIL:
     raise ImproperlyConfigured(
         "ANYMAIL_WEBHOOK_SECRET (user:password) must be set when EMAIL_BACKEND is a provider's in production: "
-        "its bounce and complaint webhooks (docs/newsletter.md) are not served without it"
+        "its bounce and complaint webhooks are not served without it"
     )
 NEWSLETTER_TRACKING_WEBHOOKS = "WEBHOOK_SECRET" in ANYMAIL or not IS_PRODUCTION
 

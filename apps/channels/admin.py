@@ -124,9 +124,9 @@ class ChannelAdmin(SettingsModelAdmin):
         if obj.platform not in SITE_PLATFORMS:
             return (main, dates)
         if obj.platform == Platform.NEWSLETTER:
-            site = "Public page", "Its subscribe form and the archive of its editions (docs/newsletter.md)."
+            site = "Public page", "Its subscribe form and the archive of its editions."
         else:
-            site = "Blog", "The blog's public site (docs/blog.md)."
+            site = "Blog", "The blog's public site."
         return (main, (site[0], {"fields": ("public_address", *BLOG_FIELDS), "description": site[1]}), dates)
 
     def view_on_site(self, obj: Channel) -> str | None:

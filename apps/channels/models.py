@@ -132,7 +132,7 @@ class Channel(models.Model):
         unique=True,
         validators=[validate_domain],
         help_text="Blogs and newsletters: a host name of the blog's own (blog.example.com), whose DNS points at the "
-        "service; the blog is then at its root. See docs/blog.md.",
+        "service; the blog is then at its root.",
     )
     # db_default on each: rows inserted by raw SQL (or an older release's code mid-deploy) get them too.
     description = models.CharField(

@@ -1,7 +1,8 @@
 import pytest
 
 from apps.channels.models import Channel
-from tests.factories import AccountFactory, ChannelFactory, PostFactory, TeamFactory
+from tests.conftest import admin_session
+from tests.factories import AccountFactory, AdminUserFactory, ChannelFactory, PostFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -44,3 +45,18 @@ def test_account_is_fixed_and_platform_is_fixed_once_the_channel_has_posts(admin
     PostFactory(channel=channel)
     page = admin_client.get(f"/admin/channels/channel/{channel.pk}/change/")
     assert "platform" not in page.context["adminform"].form.fields
+
+
+@pytest.mark.parametrize("platform", ["blog", "newsletter"])
+def test_an_account_admin_sees_the_public_site_settings_without_markdown_or_repository_paths(platform):
+    channel = ChannelFactory(platform=platform)
+    admin = admin_session(AdminUserFactory(account=channel.account))
+
+    page = admin.get(f"/admin/channels/channel/{channel.pk}/change/")
+
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "the blog is then at its root." in text  # the domain field's help is shown
+    assert "docs/" not in text
+    assert ".md" not in text
+    assert "`" not in text

@@ -1,6 +1,7 @@
 import pytest
 from dateutil.parser import isoparse
 
+from apps.users.events import UserEvent
 from apps.users.models import Role, Status, User
 from apps.users.services import user_update
 from tests.factories import AccountFactory, AdminUserFactory, ApiKeyFactory, UserFactory
@@ -134,3 +135,10 @@ def test_events_go_to_the_users_own_account(emitted):
     user_update(user=first, name="First")
     bodies = emitted("user.updated")
     assert [b["account"]["id"] for b in bodies] == [second.account_id, first.account_id]
+
+
+def test_the_user_events_are_described_in_plain_words_where_account_admins_pick_them():
+    """The descriptions label the events' boxes of a webhook's page in the Settings area."""
+    for event in UserEvent:
+        assert "`" not in event.label, event
+    assert UserEvent.UPDATED.label == "A user was changed; data.changed names the fields"
