@@ -84,13 +84,23 @@ def inline_style(channel: Channel) -> str:
     return f":root{{--accent:{channel.accent_color};--image-width:{channel.image_width}px}}"
 
 
+# What a post's body may show: images and media from anywhere, over http: too, as bodies have them.
+MEDIA_SOURCES = "img-src 'self' https: http:; media-src https: http:"
+# The Settings area's Markdown preview frame: the blogs' stylesheet and media, framed by the service's
+# own pages only; nothing else, as the admin's page puts the (sanitized) body into it.
+PREVIEW_FRAME_POLICY = (
+    f"default-src 'none'; {MEDIA_SOURCES}; style-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'self'"
+)
+
+
 def content_security_policy(style: str, *, form: bool = False) -> str:
     """`form`: the page has a form, which posts to the page itself."""
     style_hash = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
     form_action = "'self'" if form else "'none'"
     return (
         # connect-src 'self': tools that audit a page fetch its robots.txt from within it.
-        "default-src 'none'; img-src 'self' https: http:; media-src https: http:; connect-src 'self'; "
+        f"default-src 'none'; {MEDIA_SOURCES}; connect-src 'self'; "
         f"style-src 'self' 'sha256-{style_hash}'; base-uri 'none'; form-action {form_action}; frame-ancestors 'none'"
     )
 

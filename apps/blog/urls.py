@@ -28,6 +28,7 @@ urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
     path("blog-domains/check", views.domain_check, name="domain_check"),
     path("preview/<int:post_id>/", views.preview, name="preview"),
+    path("preview/markdown-frame/", views.preview_frame, name="preview_frame"),
     path("newsletter/confirm/<slug:token>/", newsletter_pages.newsletter_confirm, name="newsletter_confirm"),
     path(
         "newsletter/unsubscribe/<slug:token>/", newsletter_pages.newsletter_unsubscribe, name="newsletter_unsubscribe"

@@ -30,7 +30,16 @@ from django.views.decorators.http import require_http_methods, require_safe
 from apps.api import ratelimit
 from apps.blog import pages
 from apps.blog.forms import SubscribeForm
-from apps.blog.site import blog_of_domain, channel_of, cursors, listing, not_found_page, page_in_look, private
+from apps.blog.site import (
+    PREVIEW_FRAME_POLICY,
+    blog_of_domain,
+    channel_of,
+    cursors,
+    listing,
+    not_found_page,
+    page_in_look,
+    private,
+)
 from apps.channels.models import SITE_PLATFORMS, Channel, Platform, normalize_domain
 from apps.core.errors import InvalidInput
 from apps.core.markdown import render_markdown
@@ -194,6 +203,20 @@ def robots(request) -> HttpResponse:
             lines.append(f"Sitemap: {Channel(platform=Platform.BLOG, handle=handle).public_url('blog:sitemap')}")
     response = HttpResponse("\n".join(lines) + "\n", content_type="text/plain; charset=utf-8")
     return pages.public_cache_control(response)
+
+
+@require_safe
+def preview_frame(request) -> HttpResponse:
+    """The empty page the post form's live Markdown preview is shown in (posts/markdown_preview.js
+    puts the sanitized body into it): a page of its own, so the preview looks like the blog page,
+    with the blogs' stylesheet rather than the admin's (where a heading became an admin header bar
+    and a list sat far to the right) and the blogs' policy, under which a body's http: images show
+    (the admin's takes https: ones only). It holds nothing of anyone's."""
+    response = pages.public_cache_control(render(request, "blog/markdown_preview_frame.html"))
+    response["Content-Security-Policy"] = PREVIEW_FRAME_POLICY
+    # Django's clickjacking middleware leaves a header that is set alone (the service's is DENY).
+    response["X-Frame-Options"] = "SAMEORIGIN"
+    return response
 
 
 # A day: the icon changes with a release at most, and browsers ask for it on every page without one.

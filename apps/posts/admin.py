@@ -216,10 +216,12 @@ class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         field = super().formfield_for_dbfield(db_field, request, **kwargs)
         if db_field.name == "body" and field is not None:
-            # Where markdown_preview.js posts the body; without the script the textarea is all there is.
+            # Where markdown_preview.js posts the body, and the page it shows the answer in; without the
+            # script the textarea is all there is.
             field.widget.attrs["data-markdown-preview"] = reverse(
                 f"admin:{self._url_name('markdown_preview')}", current_app=self.admin_site.name
             )
+            field.widget.attrs["data-markdown-preview-frame"] = reverse("blog:preview_frame")
         return field
 
     def view_on_site(self, obj: Post) -> str | None:

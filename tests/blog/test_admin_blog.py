@@ -19,6 +19,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 MARKDOWN_PREVIEW = "/admin/posts/post/markdown-preview/"
+PREVIEW_FRAME = "/preview/markdown-frame/"
 
 
 def channel_url(channel: Channel) -> str:
@@ -176,6 +177,26 @@ def test_the_markdown_preview_takes_only_posts_from_those_who_may_write_posts(se
         assert response.status_code == 302 and "/login/" in response["Location"]
 
 
+def test_the_preview_is_shown_in_a_frame_with_the_blogs_stylesheet_and_image_rules():
+    """Not in the admin's own page, whose styles made a heading an admin header bar and whose policy
+    takes https: images only: the blog shows http: images (apps/blog/site.py), so the preview does."""
+    form = admin_session(UserFactory(role="editor")).get("/admin/posts/post/add/")
+    assert f'data-markdown-preview-frame="{PREVIEW_FRAME}"'.encode() in form.content
+
+    frame = Client().get(PREVIEW_FRAME)  # an empty page: nothing in it is anyone's
+
+    assert frame.status_code == 200
+    html = frame.content.decode()
+    assert '<link rel="stylesheet" href="/static/blog/theme.css">' in html
+    assert 'id="preview"' in html
+    assert "admin" not in html  # none of the admin's stylesheets
+    policy = frame["Content-Security-Policy"]
+    assert "img-src 'self' https: http:;" in policy
+    assert "script-src" not in policy and "default-src 'none'" in policy  # nothing runs in it
+    assert "frame-ancestors 'self'" in policy
+    assert frame["X-Frame-Options"] == "SAMEORIGIN"
+
+
 def test_the_markdown_preview_needs_the_csrf_token_as_the_script_sends_it():
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(AdminUserFactory(), backend="apps.settings_area.access.AccessBackend")
@@ -221,11 +242,38 @@ def test_typing_in_the_body_fills_the_preview_pane_in_a_real_browser(live_server
     page.on("console", lambda message: message.type == "error" and problems.append(message.location["url"]))
     page.on("pageerror", lambda error: problems.append(str(error)))
     page.goto(f"{live_server.url}{post_url(post)}")
-    pane = page.locator(".markdown-preview-content")
+    pane = page.frame_locator(".markdown-preview-frame").locator("#preview")
     sync_api.expect(pane).to_have_text("Before")
     page.fill("#id_body", "## Typed\n\n<script>window.ran = 1</script>*done*")
     sync_api.expect(pane.locator("h2")).to_contain_text("Typed")
     assert pane.inner_html().count("<script") == 0
     assert page.evaluate("window.ran") is None
-    # The browser asks for a site icon by itself; the admin names none.
-    assert [problem for problem in problems if not problem.endswith("/favicon.ico")] == []
+    assert problems == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@needs_chromium
+def test_the_preview_looks_like_the_blog_page_and_shows_its_http_images_in_a_real_browser(live_server, browser):
+    from playwright import sync_api
+
+    # An http: image of another origin (the admin is at localhost): the admin's own policy blocks it.
+    image = live_server.url.replace("localhost", "127.0.0.1") + "/static/blog/icon.svg"
+    post = PostFactory(channel=ChannelFactory(), body=f"## A heading\n\n- one\n- two\n\n![The icon]({image})")
+    session = admin_session(AdminUserFactory(account=post.channel.account))
+    context = browser.new_context()
+    context.add_cookies([{"name": "sessionid", "value": session.cookies["sessionid"].value, "url": live_server.url}])
+    page = context.new_page()
+    page.goto(f"{live_server.url}{post_url(post)}")
+    frame = page.frame_locator(".markdown-preview-frame")
+    sync_api.expect(frame.locator("#preview h2")).to_contain_text("A heading")
+    sync_api.expect(frame.locator("#preview img")).to_have_js_property("complete", True)
+    assert frame.locator("#preview img").evaluate("img => img.naturalWidth") > 0
+    # The blog's h2 (theme.css: 1.5rem), with no admin header bar behind it.
+    heading = frame.locator("#preview h2").evaluate(
+        "e => [getComputedStyle(e).fontSize, getComputedStyle(e).backgroundColor]"
+    )
+    assert heading == ["24px", "rgba(0, 0, 0, 0)"]
+    # The list starts with the text (the admin's form rows push lists 160px to the right).
+    assert frame.locator("#preview ul").evaluate("e => getComputedStyle(e).marginLeft") == "0px"
+    context.close()

@@ -1,7 +1,8 @@
 /*
  * The post form's live Markdown preview: a pane under the body that shows the body as its blog
  * page renders it. The server renders and sanitizes (apps.core.markdown, the same code as the
- * public pages); this script only sends the body and puts the answer in the pane. Without it, the
+ * public pages); this script only sends the body and puts the answer in the pane's frame, a page of
+ * its own with the blog's stylesheet and image rules (the blog app's preview_frame). Without it, the
  * form works as before. A static file, because the admin's Content-Security-Policy runs no inline script.
  */
 "use strict";
@@ -24,15 +25,53 @@
     var heading = document.createElement("p");
     heading.className = "markdown-preview-heading";
     heading.textContent = "Preview";
-    var content = document.createElement("div");
-    content.className = "markdown-preview-content";
-    content.setAttribute("aria-live", "polite");
+    var status = document.createElement("p");
+    status.className = "markdown-preview-status";
+    status.setAttribute("aria-live", "polite");
+    var frame = document.createElement("iframe");
+    frame.className = "markdown-preview-frame";
+    frame.title = "Preview of the body";
+    var loaded = new Promise(function (resolve) {
+      frame.addEventListener("load", resolve, { once: true });
+    });
+    frame.src = textarea.getAttribute("data-markdown-preview-frame");
     pane.appendChild(heading);
-    pane.appendChild(content);
+    pane.appendChild(status);
+    pane.appendChild(frame);
     (textarea.closest(".form-row") || textarea.parentNode).appendChild(pane);
 
     var timer = null;
     var sent = 0; // answers that come back out of order are dropped: only the latest one counts
+
+    function fit() {
+      var page = frame.contentDocument && frame.contentDocument.documentElement;
+      if (page) {
+        frame.style.height = page.scrollHeight + "px"; // the pane's CSS caps it; the frame scrolls
+      }
+    }
+
+    function fail(message) {
+      pane.classList.add("markdown-preview-failed");
+      status.textContent = message;
+    }
+
+    function show(html) {
+      return loaded.then(function () {
+        var target = frame.contentDocument && frame.contentDocument.getElementById("preview");
+        if (!target) {
+          fail("No preview: its frame did not load.");
+          return;
+        }
+        pane.classList.remove("markdown-preview-failed");
+        status.textContent = "";
+        target.innerHTML = html; // HTML the server has sanitized, in a page under the blog's policy
+        var images = target.querySelectorAll("img");
+        for (var i = 0; i < images.length; i++) {
+          images[i].addEventListener("load", fit);
+        }
+        fit();
+      });
+    }
 
     function refresh() {
       var number = ++sent;
@@ -53,17 +92,14 @@
           if (number !== sent) {
             return;
           }
-          pane.classList.toggle("markdown-preview-failed", !answer.ok);
           if (answer.ok) {
-            content.innerHTML = answer.text; // HTML the server has sanitized
-          } else {
-            content.textContent = "No preview (" + answer.status + ").";
+            return show(answer.text);
           }
+          fail("No preview (" + answer.status + ").");
         })
         .catch(function () {
           if (number === sent) {
-            pane.classList.add("markdown-preview-failed");
-            content.textContent = "No preview: the server could not be reached.";
+            fail("No preview: the server could not be reached.");
           }
         });
     }
