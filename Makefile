@@ -30,11 +30,11 @@ HONCHO := $(PY) -c "$$HONCHO_PY" $(STOP_WAIT)
 # each process a PORT of its own (web's, +100, +200): all of them print and send the web's address
 # (SITE_URL). The shell becomes honcho (exec), so Ctrl-C and make's SIGTERM reach honcho, not a
 # shell that would die of them first.
-PROCESSES ?= web worker beat
+RUN_PROCESSES ?= web worker beat
 START = exec env SITE_URL=$${SITE_URL:-$$($(PY) -c 'from config.settings import SITE_URL; print(SITE_URL)')} \
 	PATH="$(CURDIR)/$(BIN):$$PATH" WEBHOOK_ALLOW_PRIVATE_TARGETS=$${WEBHOOK_ALLOW_PRIVATE_TARGETS:-true} \
 	GIT_ALLOW_LOCAL_REPOSITORIES=$${GIT_ALLOW_LOCAL_REPOSITORIES:-true} \
-	$(HONCHO) start -p $(PORT) $(PROCESSES)
+	$(HONCHO) start -p $(PORT) $(RUN_PROCESSES)
 
 .PHONY: install run test lint format migrate clean bench requirements
 

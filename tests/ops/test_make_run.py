@@ -25,7 +25,7 @@ def make_run(tmp_path):
     with output.open("w") as log:
         make = subprocess.Popen(
             ["make", "--no-print-directory", f"PY={sys.executable}", f"PORT={env['PORT']}",
-             "PROCESSES=-e /dev/null web beat", "--eval", "run-test: ; $(START)", "run-test"],
+             "RUN_PROCESSES=-e /dev/null web beat", "--eval", "run-test: ; $(START)", "run-test"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
