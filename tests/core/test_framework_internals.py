@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 
 import axes.backends
 import granian.log
+import granian.server.common
 import honcho.manager
 import psycopg
 import pytest
@@ -472,7 +473,24 @@ def test_kombu_publishes_through_the_filesystem_channels_put(tmp_path):
         queue.close()
 
 
+def test_kombu_takes_a_connections_missing_host_from_the_transports_default_connection_params(caplog):
+    where = "config/broker.py (Transport.default_connection_params)"
+    with caplog.at_level(logging.WARNING, logger="kombu.connection"):
+        info = Connection("filesystem://", transport="config.broker:Transport").info()
+        assert info["hostname"] is None, redo(where, "kombu fills a missing host from elsewhere")
+        assert caplog.records == [], redo(where, "kombu warns of a missing host another way")
+        Connection("filesystem://", transport="kombu.transport.filesystem:Transport").info()
+    assert "No hostname was supplied" in caplog.text, redo(where, "kombu's own warning is gone: the override may go")
+
+
 # --- granian: config/web.py ----------------------------------------------------------------------------
+
+
+def test_granian_warns_of_more_workers_than_cores_in_the_words_the_web_process_filters():
+    source = inspect.getsource(granian.server.common)
+    assert f"'{web.MORE_WORKERS_THAN_CORES}" in source, redo(
+        "config/web.py (MORE_WORKERS_THAN_CORES, WorkersAsMeasured)", "granian words its warning otherwise"
+    )
 
 
 def test_granian_merges_the_web_processs_logging_over_its_own_at_the_top_level(monkeypatch):
