@@ -16,8 +16,9 @@ logger = logging.getLogger(__name__)
 API_VERSION = "1"
 
 # HTML pages (the admin, the API docs) load scripts and styles from this site only; images may also
-# come over HTTPS (a post's images in the Settings area's Markdown preview). The docs page has an
-# inline <style> block, hence 'unsafe-inline' for styles; never for scripts.
+# come over HTTPS (a newsletter edition's images in its preview, a srcdoc frame under this policy; a
+# post body's preview has the blogs' own policy, apps/blog/site.py). The docs page has an inline
+# <style> block, hence 'unsafe-inline' for styles; never for scripts.
 PAGE_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: https:; "
     "font-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
