@@ -9,7 +9,7 @@ class PostEvent(models.TextChoices):
     UPDATED = "post.updated", "A published post's content changed"
     PUBLISHING_PENDING = (
         "post.publishing_pending",
-        "A post of an `api` channel reached its time and awaits the publish call",
+        "A post of an api channel reached its time and awaits the publish call",
     )
     PUBLISHED = "post.published", "A post was published"
     UNPUBLISHED = "post.unpublished", "A published post was taken back to draft"
