@@ -56,21 +56,22 @@ class RequestLogMiddleware:
         if response.status_code >= 400:
             # Django's own warning for a 4xx or 5xx ("Not Found: /path"), written here, while the
             # request id is still set, instead of by the handler after this middleware has returned.
-            log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request)
+            log_response("%s: %s", response.reason_phrase, loggable_path(request), response=response, request=request)
         response["X-Request-ID"] = request.request_id
         api_key = getattr(request, "auth", None)
         # Path only, never the query string: it can carry one-time tokens.
+        path = loggable_path(request)
         logger.info(
             "request method=%s path=%s status=%s duration_ms=%.1f account=%s request_id=%s",
             request.method,
-            request.path,
+            path,
             response.status_code,
             duration_ms,
             getattr(api_key, "account_id", "-"),
             request.request_id,
             extra={
                 "method": request.method,
-                "path": request.path,
+                "path": path,
                 "status": response.status_code,
                 "duration_ms": round(duration_ms, 1),
                 "account_id": getattr(api_key, "account_id", None),
@@ -78,6 +79,15 @@ class RequestLogMiddleware:
             },
         )
         return response
+
+
+def loggable_path(request: HttpRequest) -> str:
+    """The request's path with the token a link carries in it (a newsletter reader's confirm or
+    unsubscribe link: the token is the link's only key) left out, so that the logs give no one the
+    power of the link."""
+    match = getattr(request, "resolver_match", None)
+    token = match.kwargs.get("token") if match is not None else None
+    return request.path.replace(token, "[token]") if isinstance(token, str) and token else request.path
 
 
 class RequestIdFilter(logging.Filter):
@@ -97,7 +107,7 @@ class RequestSummaryFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         request = getattr(record, "request", None)
         if isinstance(request, HttpRequest):
-            record.request = f"{request.method} {request.path}"
+            record.request = f"{request.method} {loggable_path(request)}"
         return True
 
 

@@ -52,3 +52,15 @@ def test_a_bad_log_format_stops_start_up():
     result = run_django("pass", LOG_FORMAT="xml")
     assert result.returncode != 0
     assert "LOG_FORMAT must be" in result.stderr
+
+
+def test_a_newsletter_link_s_token_is_left_out_of_the_request_log(client, caplog):
+    token = "a-reader-s-secret-unsubscribe-token"
+    with caplog.at_level(logging.INFO):
+        response = client.post(f"/newsletter/confirm/{token}/")
+    assert response.status_code == 404  # no such reader: Django's own "Not Found" warning is logged too
+    logged = [record for record in caplog.records if record.name in ("cps.request", "django.request")]
+    assert {record.name for record in logged} == {"cps.request", "django.request"}
+    lines = [record.getMessage() for record in logged] + [str(getattr(r, "request", "")) for r in logged]
+    assert all(token not in line for line in lines)
+    assert any("path=/newsletter/confirm/[token]/" in line for line in lines)
