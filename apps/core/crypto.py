@@ -1,7 +1,10 @@
 """Credentials stored encrypted (git tokens, deploy keys): MultiFernet over FERNET_KEYS, newest key
 first. A value is encrypted with the newest key and read with any, so a key is rotated by putting
-a new one in front, running `manage.py rotate_credentials`, then dropping the old one."""
+a new one in front, running `manage.py rotate_credentials`, then dropping the old one. And the
+random secrets the service only compares (API keys, SSO tokens, newsletter confirm links), stored
+as their digest (hash_secret)."""
 
+import hashlib
 from functools import cache
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -41,3 +44,11 @@ def reencrypt(token: str) -> str:
         return _current().rotate(token.encode()).decode()
     except InvalidToken:
         raise CredentialUnreadable("A stored credential cannot be read with the configured FERNET_KEYS.") from None
+
+
+def hash_secret(raw: str) -> str:
+    """How a random secret that is only ever compared is stored: whoever reads the table cannot use it.
+
+    The secrets are 256-bit (or at least 192-bit) random values, so a fast hash is as safe as a slow
+    one and keeps a lookup to one digest per request."""
+    return hashlib.sha256(raw.encode()).hexdigest()

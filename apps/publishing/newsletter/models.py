@@ -7,6 +7,8 @@ import secrets
 from django.db import models
 from django.utils import timezone
 
+from apps.core.crypto import hash_secret
+
 
 def normalize_email(email: str) -> str:
     """An address as it is compared and stored: no surrounding spaces, the domain lower-case (the
@@ -22,11 +24,6 @@ def email_hash(email: str) -> str:
 
 def new_token() -> str:
     return secrets.token_urlsafe(24)
-
-
-def token_hash(token: str) -> str:
-    """How a confirmation link's token is stored: whoever reads the table cannot confirm with it."""
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 # Longer tokens are nobody's (new_token() makes 32 characters); a URL's token is not hashed past it.
@@ -67,7 +64,7 @@ class SubscriberQuerySet(models.QuerySet):
         """The subscriber a confirmation link's token was last issued to (expired or not)."""
         if not token or len(token) > CONFIRM_TOKEN_MAX_LENGTH:
             return self.none()
-        return self.filter(confirm_token_hash=token_hash(token))
+        return self.filter(confirm_token_hash=hash_secret(token))
 
 
 class Subscriber(models.Model):

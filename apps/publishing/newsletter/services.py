@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.channels.models import Channel, Platform
+from apps.core.crypto import hash_secret
 from apps.core.errors import Conflict, InvalidInput, NotFound
 from apps.core.validation import validation_envelope
 from apps.publishing.newsletter.events import SubscriberEvent
@@ -39,7 +40,6 @@ from apps.publishing.newsletter.models import (
     email_hash,
     new_token,
     normalize_email,
-    token_hash,
 )
 from apps.publishing.newsletter.serializers import subscriber_webhook_data
 from apps.webhooks.services import event_emit
@@ -249,7 +249,7 @@ def confirm_tokens_issue(*, subscriber_ids: list[int]) -> dict[int, str]:
     expires_at = timezone.now() + settings.NEWSLETTER_CONFIRM_TTL
     tokens = {subscriber.pk: new_token() for subscriber in subscribers}
     for subscriber in subscribers:
-        subscriber.confirm_token_hash, subscriber.confirm_expires_at = token_hash(tokens[subscriber.pk]), expires_at
+        subscriber.confirm_token_hash, subscriber.confirm_expires_at = hash_secret(tokens[subscriber.pk]), expires_at
     Subscriber.objects.bulk_update(subscribers, ["confirm_token_hash", "confirm_expires_at"], batch_size=500)
     return tokens
 

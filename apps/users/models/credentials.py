@@ -5,7 +5,6 @@ migrations (apps/accounts/migrations) and their Settings area pages (/admin/acco
 the names they were created with. Their code lives here, with the users they sign in, so that
 apps.accounts, which every app imports, imports no app itself (no cycle of packages)."""
 
-import hashlib
 import secrets
 from datetime import datetime
 
@@ -13,16 +12,11 @@ from django.db import models
 from django.utils import timezone
 
 from apps.accounts.models import Account
+from apps.core.crypto import hash_secret
 from apps.core.fields import JSONField
 from apps.core.local_paths import validate_local_path
 
 KEY_PREFIX = "cps"
-
-
-def hash_secret(raw: str) -> str:
-    # The secrets are 256-bit random values, so a fast hash is as safe as a slow one and keeps
-    # authentication to one digest per request.
-    return hashlib.sha256(raw.encode()).hexdigest()
 
 
 def split_api_key(raw: str) -> tuple[str, str] | None:
