@@ -166,7 +166,7 @@ def _deletes_guarded_rows(model_admin) -> bool:
     channel's readers, by address), so it asks for the password as those rows' own pages do."""
     site = model_admin.admin_site
     return any(
-        getattr(site._registry.get(model), "step_up", None) is step_up.StepUp.EVERY_PAGE
+        site.is_registered(model) and getattr(site.get_model_admin(model), "step_up", None) is step_up.StepUp.EVERY_PAGE
         for model in _cascades_to(model_admin.model)
     )
 
