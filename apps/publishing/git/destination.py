@@ -294,17 +294,18 @@ def load(channel_id: int) -> GitPublisher | None:
         raise PublishError(str(exc), permanent=True) from None
 
 
-MISSING = "This git channel has no repository set up: add one in Settings → Publishing: git → Git destinations."
+# Where a git channel's repository is set up: the pages say it, and a job of a channel without one.
+SET_UP_HERE = "This git channel has no repository set up: add one in Settings → Publishing: git → Git destinations"
 
 
 def unready(channel_id: int) -> str:
-    return "" if GitDestination.objects.filter(channel_id=channel_id).exists() else MISSING
+    return "" if GitDestination.objects.filter(channel_id=channel_id).exists() else f"{SET_UP_HERE}."
 
 
 KIND = DestinationKind(
     platform="git",
     load=load,
-    missing=f"{MISSING[:-1]} (or with the connect_git command).",
+    missing=f"{SET_UP_HERE} (or with the connect_git command).",
     publishes=(
         "A commit to the repository: the post's file is committed to the channel's branch by its job, and the post "
         "is published once the push has gone through."
