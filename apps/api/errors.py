@@ -27,6 +27,7 @@ STATUS_CODES = {
     406: "not_acceptable",
     409: "conflict",
     411: "length_required",
+    412: "precondition_failed",
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "unprocessable_entity",
@@ -42,6 +43,7 @@ DOMAIN_STATUS: dict[type[domain.DomainError], int] = {
     domain.NotFound: 404,
     domain.Conflict: 409,
     domain.Gone: 410,
+    domain.PreconditionFailed: 412,
     domain.Unavailable: 503,
 }
 # A rule of the domain that refuses an otherwise well-formed request.

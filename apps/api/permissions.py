@@ -26,6 +26,16 @@ class HasRequiredScope(permissions.BasePermission):
         return True
 
 
+def require_permission(user, permission: str) -> None:
+    """A key acts with its owner's permissions (the Users endpoints' `permissions`) where an endpoint's
+    change needs one, whatever the key's scopes."""
+    if permission not in user.permissions:
+        raise exceptions.PermissionDenied(
+            f"This needs the permission '{permission}', which the owner of this API key lacks.",
+            code="permission_denied",
+        )
+
+
 def require_account_admin(user) -> None:
     """The "admin only" rule of the Users endpoints: the API key's owner has role admin in the
     key's account (a key's owner always belongs to the key's account)."""

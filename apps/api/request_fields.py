@@ -52,14 +52,24 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 class StrictSerializer(serializers.Serializer):
-    """Rejects keys it does not declare (rule `unknown_field`)."""
+    """Rejects keys it does not declare (rule `unknown_field`), and the fields of the resource that a
+    client reads but cannot write, named in `read_only_fields` (rule `read_only`)."""
+
+    read_only_fields: tuple[str, ...] = ()
 
     def to_internal_value(self, data):
         if isinstance(data, Mapping):
             unknown = sorted(str(key) for key in set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError(
-                    {key: [ErrorDetail("Unknown field.", code="unknown_field")] for key in unknown}
+                    {
+                        key: [
+                            ErrorDetail("Read-only: the service sets it.", code="read_only")
+                            if key in self.read_only_fields
+                            else ErrorDetail("Unknown field.", code="unknown_field")
+                        ]
+                        for key in unknown
+                    }
                 )
         return super().to_internal_value(data)
 

@@ -70,14 +70,21 @@ class ConflictDetailSerializer(serializers.Serializer):
     reason = serializers.CharField(help_text="Why the request conflicts; each operation's 409 says its values.")
 
 
+class PreconditionDetailSerializer(serializers.Serializer):
+    """`details` of a 412 `precondition_failed`: the resource as it is now."""
+
+    current_etag = serializers.CharField(help_text="The resource's current `ETag` (what GET sends now).")
+    updated_at = serializers.DateTimeField(help_text="The resource's own last change.")
+
+
 # Every shape `details` takes on the wire: one of these, or no `details` at all.
 ERROR_DETAILS = PolymorphicProxySerializer(
     component_name="ErrorDetails",
-    serializers=[ErrorDetailSerializer, ConflictDetailSerializer],
+    serializers=[ErrorDetailSerializer, ConflictDetailSerializer, PreconditionDetailSerializer],
     resource_type_field_name=None,
     required=False,
-    help_text="Present on `VALIDATION_ERROR` (`field`, `rule`, `errors`) and on a 409 `conflict` that says why "
-    "(`reason`); absent on every other error.",
+    help_text="Present on `VALIDATION_ERROR` (`field`, `rule`, `errors`), on a 409 `conflict` that says why "
+    "(`reason`) and on a 412 `precondition_failed` (`current_etag`, `updated_at`); absent on every other error.",
 )
 
 
@@ -116,6 +123,13 @@ UNAUTHORIZED = error("Missing, malformed, unknown, expired or revoked API key.",
 FORBIDDEN_SCOPE = error("The key lacks the endpoint's scope; the message names it.", "insufficient_scope")
 NOT_FOUND = error("No such resource in the key's account.", "not_found")
 BAD_REQUEST = error("Invalid query or body; `details` names the field and rule.", "VALIDATION_ERROR")
+PRECONDITION_FAILED = error(
+    "The resource changed since the client read it (If-Match or If-Unmodified-Since); nothing was changed. "
+    "`details` has the current `ETag` and `updated_at`: read the resource again and retry.",
+    "precondition_failed",
+    envelope=error_with_details("PreconditionFailedError", PreconditionDetailSerializer()),
+    example_details={"current_etag": '"3e5d1f0c2b7a9e4d6c8b0a1f2e3d4c5b"', "updated_at": "2026-01-31T12:00:00Z"},
+)
 RATE_LIMITED_DESCRIPTION = (
     "Rate limit exceeded: the account's hourly budget, or, for a request that fails authentication, its "
     "address's hourly budget of failed authentications (a request with a valid key is never refused for "

@@ -36,6 +36,12 @@ class Forbidden(DomainError):
     code = "permission_denied"
 
 
+class PreconditionFailed(DomainError):
+    """The client's copy is not the current one (If-Match, If-Unmodified-Since): nothing was changed."""
+
+    code = "precondition_failed"
+
+
 class Gone(DomainError):
     code = "gone"
 

@@ -13,44 +13,28 @@ from apps.api.pagination import CursorPagePagination
 from apps.api.request_fields import QueryFilterSerializer, StrictCharField, StrictSerializer
 from apps.api.schema import common_errors, error
 from apps.channels.selectors import channel_get, channel_version
-from apps.core.errors import NotFound
 from apps.posts.models import (
     EXTERNAL_ID_MAX_LENGTH,
     TAG_NAME_MAX_LENGTH,
     URL_MAX_LENGTH,
     Post,
-    PostQuerySet,
     PublicationStatus,
     http_url_validator,
 )
-from apps.posts.selectors import channel_posts_page, post_channel_version, post_details
+from apps.posts.selectors import channel_posts_page, post_channel_version
 from apps.posts.serializers import (
-    PostDetailSerializer,
     PostListItemSerializer,
     PostWorkflowResultSerializer,
-    columns,
     own_columns,
 )
-from apps.posts.services import POST_NOT_FOUND, post_publish, post_unpublish
+from apps.posts.services import post_publish, post_unpublish
+from apps.posts.write_api import PostCreate, PostEdit, PostResponseSerializer, single_post
 
 # --- response envelopes ------------------------------------------------------------------------
 
 
-class PostResponseSerializer(serializers.Serializer):
-    data = PostDetailSerializer()
-
-
 class PostWorkflowResponseSerializer(serializers.Serializer):
     data = PostWorkflowResultSerializer()
-
-
-def _post_detail(posts: PostQuerySet, channels: dict | None = None) -> dict:
-    """The single-post form of the one post of `posts`, or 404 `not_found` (see post_rows for
-    `channels`)."""
-    rows = post_details(posts, columns(PostDetailSerializer), channels=channels)
-    if not rows:
-        raise NotFound(POST_NOT_FOUND)
-    return PostDetailSerializer(rows[0]).data
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -99,8 +83,8 @@ def posts_list_key(channel_id: int, filters: dict) -> str:
     return f"channel-posts:{channel_id}:{sorted(canonical.items())!r}"
 
 
-class ChannelPostListView(APIView):
-    required_scope = Scope.READ_POSTS
+class ChannelPostListView(PostCreate, APIView):
+    required_scopes = {"GET": Scope.READ_POSTS, "POST": Scope.WRITE_POSTS}
     pagination_class = CursorPagePagination
 
     @extend_schema(
@@ -148,8 +132,8 @@ class ChannelPostListView(APIView):
         return paginator.get_paginated_response(PostListItemSerializer(page, many=True).data)
 
 
-class ChannelPostDetailView(APIView):
-    required_scope = Scope.READ_POSTS
+class ChannelPostDetailView(PostEdit, APIView):
+    required_scopes = {"GET": Scope.READ_POSTS, "PATCH": Scope.WRITE_POSTS, "DELETE": Scope.WRITE_POSTS}
 
     @extend_schema(
         operation_id="channel_posts_retrieve",
@@ -163,9 +147,7 @@ class ChannelPostDetailView(APIView):
     )
     @representations.cached(channel_version, of="channel_id")
     def get(self, request, channel_id: int, id: int):
-        channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, listed=True)
-        post = _post_detail(Post.objects.filter(channel_id=channel.pk, pk=id), {channel.pk: channel})
-        return Response({"data": post})
+        return Response(self.detail(request, channel_id, id))
 
 
 class PostDetailView(APIView):
@@ -184,7 +166,7 @@ class PostDetailView(APIView):
     )
     @representations.cached(post_channel_version, of="id")
     def get(self, request, id: int):
-        return Response({"data": _post_detail(Post.objects.of_account(request.auth.account_id).filter(pk=id))})
+        return Response({"data": single_post(Post.objects.of_account(request.auth.account_id).filter(pk=id))})
 
 
 # --- the publishing workflow ---------------------------------------------------------------

@@ -162,6 +162,13 @@ def post_details(posts: QuerySet, columns: Columns, *, channels: dict | None = N
     destined = [row.id for row in rows if row.channel.publishes_through_destination]
     publications = latest_publications(destined) if destined else {}
     make = row_type((*rows[0]._fields, "url", "publication"))._make
+    if "scheduled_at" in rows[0]._fields:
+        # A planned time means something only while the post waits for it; a post that was
+        # scheduled once (then published, or made a draft) keeps the column, not the meaning.
+        rows = [
+            row if row.publication_status == PublicationStatus.SCHEDULED else row._replace(scheduled_at=None)
+            for row in rows
+        ]
     return [make((*row, page_url(row, publications.get(row.id)), publications.get(row.id))) for row in rows]
 
 

@@ -114,6 +114,10 @@ class PostDetailSerializer(PostContentSerializer):
     """The single-post form: the full post, where readers find it, and its publication on the
     channel's destination."""
 
+    scheduled_at = UtcDateTimeField(
+        allow_null=True,
+        help_text="When the content plan publishes the post, while it is `scheduled`; null in every other status.",
+    )
     url = serializers.CharField(
         allow_null=True,
         help_text="Where readers find the post, once `published`: its page on the channel's blog (blog channels), "

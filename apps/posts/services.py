@@ -158,10 +158,15 @@ def _assign_content(post: Post, values: dict) -> list[str]:
     return changed
 
 
+SLUG_TAKEN = "Another post of this channel already has this slug."
+
+
 def _validate_content(post: Post, names: Iterable[str]) -> None:
     names = list(names)
-    # The slug's uniqueness is a constraint over (channel, slug): validate both together.
-    validate_fields(post, [*names, "channel"] if "slug" in names else names)
+    if "slug" in names and Post.objects.filter(channel_id=post.channel_id, slug=post.slug).exclude(pk=post.pk).exists():
+        # The constraint over (channel, slug) would name no field; the slug is what to change.
+        raise field_error("slug", "unique", SLUG_TAKEN)
+    validate_fields(post, names)
 
 
 def _save_content(post: Post, *, slug_made: bool, **save_options) -> None:
@@ -174,7 +179,7 @@ def _save_content(post: Post, *, slug_made: bool, **save_options) -> None:
     except IntegrityError:
         if post.slug and Post.objects.filter(channel_id=post.channel_id, slug=post.slug).exclude(pk=post.pk).exists():
             if not slug_made:
-                raise field_error("slug", "unique", "Another post of this channel already has this slug.") from None
+                raise field_error("slug", "unique", SLUG_TAKEN) from None
             post.slug = _suffixed(_slug_from_title(post.title), f"-{secrets.token_hex(4)}")
             post.save(**save_options)
         else:

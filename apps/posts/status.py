@@ -172,7 +172,7 @@ def _check_status(post: Post, status: str, scheduled_at: datetime | None, *, all
     if rescheduling and not allow_past and scheduled_at <= timezone.now():
         raise field_error(
             "scheduled_at",
-            "past",
+            "future",
             f"{scheduled_at:%Y-%m-%d %H:%M} UTC is in the past: pick a future time, or publish the post now.",
         )
 

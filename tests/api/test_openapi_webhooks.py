@@ -98,8 +98,9 @@ def test_the_bodies_are_typed_by_the_representations_the_apps_write_into_data(sc
     failed = data_of("post.failed")["properties"]
     assert failed["post"]["oneOf"] == [{"$ref": "#/components/schemas/PostContent"}, {"type": "null"}]
     assert failed["publication"]["allOf"] == [{"$ref": "#/components/schemas/Publication"}]
-    # The post as the single-post form shows it, less where readers find it and its publication.
+    # The post as the single-post form shows it, less its planned time, where readers find it and its publication.
     assert set(schemas["PostDetail"]["properties"]) - set(schemas["PostContent"]["properties"]) == {
+        "scheduled_at",
         "url",
         "publication",
     }

@@ -255,7 +255,7 @@ def test_scheduling_in_the_past_is_refused_with_a_clear_message():
     post = PostFactory()
     with pytest.raises(InvalidInput) as caught:
         post_set_status(post_id=post.id, status="scheduled", scheduled_at=timezone.now() - timedelta(minutes=5))
-    assert caught.value.details["field"] == "scheduled_at" and caught.value.details["rule"] == "past"
+    assert caught.value.details["field"] == "scheduled_at" and caught.value.details["rule"] == "future"
     assert "is in the past" in caught.value.message
     assert stored(post).publication_status == "draft"
 

@@ -44,10 +44,12 @@ def test_webhook_post_matches_the_apis_single_post_form(client_for, api_key):
     MediaFactory(post=post)
     api = client_for(api_key).get(f"/v1/posts/{post.id}").json()["data"]
     webhook = post_webhook_data(post)
-    # The API's single form adds where readers find the post (none while pending) and its publication
-    # on a destination (none on an api channel); the webhook's data.post is the spec's list of fields.
+    # The API's single form adds where readers find the post (none while pending), its publication on a
+    # destination (none on an api channel) and its planned time (none unless scheduled); the webhook's
+    # data.post is the spec's list of fields.
     assert api.pop("publication") is None
     assert api.pop("url") is None
+    assert api.pop("scheduled_at") is None
     assert webhook == api
 
 

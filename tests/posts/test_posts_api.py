@@ -22,7 +22,7 @@ CHANNEL_LIST_FIELDS = {"id", "title", "platform", "team", "posts_count"}
 LIST_FIELDS = {"id", "title", "teaser", "slug", "publication_status", "created_at", "updated_at", "channel"}
 DETAIL_FIELDS = LIST_FIELDS | {
     "body", "published_at", "tags", "media", "meta_title", "meta_description", "external_id", "external_url",
-    "url", "publication",
+    "url", "publication", "scheduled_at",
 }  # fmt: skip
 
 
