@@ -93,7 +93,7 @@ def _timezones() -> frozenset[str]:
 
 
 def timezone_names() -> list[str]:
-    """Every IANA zone name `validate_timezone` accepts, sorted (the OpenAPI schema lists them)."""
+    """Every IANA zone name `validate_timezone` accepts, sorted (the schema fuzzer draws from them)."""
     return sorted(_timezones())
 
 
