@@ -101,23 +101,31 @@ class PostFieldsSerializer(StrictSerializer):
 
 
 class PostBodySerializer(StrictSerializer):
-    """The body of POST and PATCH: the post's fields in a `post` object, as the publish call wraps its own."""
+    """The body of POST: the post's fields in a `post` object, as the publish call wraps its own."""
 
     post = PostFieldsSerializer()
 
 
-def _post_body(request, *, partial: bool) -> dict:
-    body = PostBodySerializer(data=request.data, partial=partial)
+class PostChangesSerializer(PostFieldsSerializer):
+    """The fields to change; those not sent stay as they are."""
+
+    title = StrictCharField(max_length=TITLE_MAX_LENGTH, required=False)
+
+
+class PostChangesBodySerializer(StrictSerializer):
+    """The body of PATCH: the fields to change in a `post` object (none, or no `post`: nothing changes)."""
+
+    post = PostChangesSerializer(required=False)
+
+
+def _post_body(request, body_serializer: type[StrictSerializer]) -> dict:
+    body = body_serializer(data=request.data)
     if not body.is_valid():
         errors = body.errors
         # The wrapper is an envelope: an error of a post's field names the field (`title`), as the
         # services' own errors do (`slug`, `scheduled_at`).
         raise serializers.ValidationError(errors["post"] if isinstance(errors.get("post"), dict) else errors)
-    if "post" not in body.validated_data:
-        # A PATCH's fields are optional, its wrapper is not.
-        required = serializers.ErrorDetail("This field is required.", code="required")
-        raise serializers.ValidationError({"post": [required]})
-    return body.validated_data["post"]
+    return body.validated_data.get("post", {})
 
 
 CONTENT_NAMES = ("title", "body", "teaser", "slug", "meta_title", "meta_description")
@@ -240,7 +248,7 @@ class PostCreate(_PostWrites):
     )
     def post(self, request, channel_id: int):
         require_permission(request.user, Permission.ARTICLES_WRITE)
-        fields = _post_body(request, partial=False)
+        fields = _post_body(request, PostBodySerializer)
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id)
         arguments = _split(fields)
         post = post_write_new(channel=channel, writer=_writer(request), **arguments)
@@ -270,7 +278,7 @@ class PostEdit(_PostWrites):
             "Checked in this order: 401; 403 (scope, then `articles.write`); 400 (the body's shape); 404; 412; "
             "400 (the post's rules); 403 without `articles.publish`; 422. All or nothing."
         ),
-        request=PostBodySerializer,
+        request=PostChangesBodySerializer,
         parameters=[*WRITE_HEADERS, ETAG],
         responses={
             200: PostResponseSerializer,
@@ -284,7 +292,7 @@ class PostEdit(_PostWrites):
     )
     def patch(self, request, channel_id: int, id: int):
         require_permission(request.user, Permission.ARTICLES_WRITE)
-        fields = _post_body(request, partial=True)
+        fields = _post_body(request, PostChangesBodySerializer)
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id)
         post_write(
             post_id=id,

@@ -139,3 +139,24 @@ def test_the_generated_client_lists_the_accounts_users_as_typed_objects(generate
     assert listed.role is models.UserRoleEnum.EDITOR
     assert listed.status is models.UserStatusEnum.ACTIVE
     assert (page.pagination.total, page.pagination.page) == (1, 1)
+
+
+def test_the_generated_client_creates_a_post_edits_it_with_its_etag_and_reads_it_back(generated, api, key):
+    channel = ChannelFactory(account=key.account)
+    models = generated("models")
+    body = models.PostBodyRequest(post=models.PostFieldsRequest(title="Written by a client", tags=["api"]))
+
+    created = generated("api.posts.channel_posts_create").sync_detailed(channel_id=channel.id, client=api, body=body)
+
+    assert created.status_code == 201
+    post = created.parsed.data
+    assert isinstance(post, models.PostDetail)
+    assert (post.title, [tag.name for tag in post.tags]) == ("Written by a client", ["api"])
+    changes = models.PatchedPostChangesBodyRequest(post=models.PostChangesRequest(body="Second thoughts."))
+    edited = generated("api.posts.channel_posts_update").sync_detailed(
+        channel_id=channel.id, id=post.id, client=api, body=changes, if_match=created.headers["ETag"]
+    )
+    assert edited.status_code == 200
+    read = generated("api.posts.channel_posts_retrieve").sync_detailed(channel_id=channel.id, id=post.id, client=api)
+    assert (read.parsed.data.title, read.parsed.data.body) == ("Written by a client", "Second thoughts.")
+    assert read.headers["ETag"] == edited.headers["ETag"]
