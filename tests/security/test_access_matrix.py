@@ -3,7 +3,8 @@
 The expected answer follows the rules of the spec and the README, checked in this order:
 1. no key, or an expired or revoked one: 401 `authentication_failed`;
 2. a key without the operation's scope: 403 `insufficient_scope` (before anything is looked up);
-3. an admin-only operation with a key whose owner is not an admin: 403 `admin_required`;
+3. an admin-only operation with a key whose owner is not an admin: 403 `admin_required`; an operation that
+   needs a permission of the key's owner (`articles.write`...), which a viewer lacks: 403 `permission_denied`;
 4. another account's object: 404 `not_found`, exactly as for an id that does not exist (never 403);
 5. an operation that is admin-only for other users than the key's owner: 403 `admin_required`;
 6. otherwise success.
@@ -41,6 +42,7 @@ class Operation:
     admin: str = ""  # "always": admin-only; "others": admin-only unless the object is the key's owner
     target: str | None = None  # the kind of object the path or body names
     success: int = 200
+    permission: str | None = None  # the permission of the key's owner it needs (viewers have none of these)
 
     def __str__(self) -> str:
         return f"{self.method} {self.path}"
@@ -53,6 +55,25 @@ OPERATIONS = [
     Operation("GET", "/v1/channels/{channel_id}/posts", Scope.READ_POSTS, target="channel"),
     Operation("GET", "/v1/channels/{channel_id}/posts/{id}", Scope.READ_POSTS, target="post"),
     Operation("GET", "/v1/posts/{id}", Scope.READ_POSTS, target="post"),
+    Operation(
+        "POST",
+        "/v1/channels/{channel_id}/posts",
+        Scope.WRITE_POSTS,
+        target="channel",
+        success=201,
+        permission="articles.write",
+    ),
+    Operation(
+        "PATCH", "/v1/channels/{channel_id}/posts/{id}", Scope.WRITE_POSTS, target="post", permission="articles.write"
+    ),
+    Operation(
+        "DELETE",
+        "/v1/channels/{channel_id}/posts/{id}",
+        Scope.WRITE_POSTS,
+        target="post",
+        success=204,
+        permission="articles.delete",
+    ),
     Operation("PATCH", "/v1/channels/{channel_id}/posts/{id}/publish", Scope.WRITE_POSTS, target="pending"),
     Operation("PATCH", "/v1/channels/{channel_id}/posts/{id}/unpublish", Scope.WRITE_POSTS, target="published"),
     Operation("POST", "/v1/sso_tokens", Scope.WRITE_SSO, admin="others", target="user", success=201),
@@ -101,6 +122,8 @@ def expected(operation: Operation, key_kind: str, account: str) -> tuple[int, st
     owner_is_admin = key_kind != "viewer-owned"
     if operation.admin == "always" and not owner_is_admin:
         return 403, "admin_required"
+    if operation.permission and not owner_is_admin:
+        return 403, "permission_denied"
     if account == "other":
         return 404, "not_found"
     if operation.admin == "others" and not owner_is_admin:
@@ -160,6 +183,8 @@ class World:
                 path = path.replace(name, ident)
         if operation.path == "/v1/sso_tokens":
             body = {"user_id": str(MISSING if missing else target.pk)}
+        elif operation.path in ("/v1/channels/{channel_id}/posts", "/v1/channels/{channel_id}/posts/{id}"):
+            body = {"post": {"title": "Written by a key"}}
         elif operation.target == "newsletter" and operation.method == "POST":
             body = {"email": "new.reader@example.com"}
         elif operation.method == "POST":
