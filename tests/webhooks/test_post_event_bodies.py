@@ -40,10 +40,12 @@ def test_a_post_published_delivery_carries_the_external_reference_given_to_the_p
     assert data["external_url"] == "https://partner.example.com/a/2001"
     assert data["publication_status"] == "published"
     # The same full post as the API's single-post form at that moment (which adds where readers
-    # find it, the external address here, and its publication on a destination: none on an api channel).
+    # find it, the external address here, its publication on a destination: none on an api channel, and its
+    # planned time: none once published).
     api = client_for(key).get(f"/v1/posts/{post.id}").json()["data"]
     assert api.pop("publication") is None
     assert api.pop("url") == "https://partner.example.com/a/2001"
+    assert api.pop("scheduled_at") is None
     assert data == api
 
 
