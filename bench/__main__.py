@@ -4,8 +4,10 @@ reads at scale (one channel of up to 1,000,000 posts, bench/scale.py), publishin
 committed to a local git repository against a dulwich loop, webhooks while git remotes hang,
 bench/publishing.py) and the blogs' public pages (against pages rendered on every request, and in
 a channel of 100,000 posts against one of 100, bench/blog.py) and the embedded default (SQLite and the
-filesystem broker) while editors save in the admin (bench/embedded.py), and a newsletter edition to
-100,000 subscribers into a local SMTP sink against a plain smtplib loop (bench/newsletter.py).
+filesystem broker) while editors save in the admin (bench/embedded.py), a newsletter edition to
+100,000 subscribers into a local SMTP sink against a plain smtplib loop (bench/newsletter.py), and
+the API's creates and edits against plain-Django inserts and updates, with what If-Match and
+Idempotency-Key cost (bench/writes.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
@@ -14,14 +16,15 @@ process groups) whatever happens. Prints the results table and writes it to benc
 (a run of the publishing or the blog part alone replaces only its section there). Logs of the started
 processes are in bench/.work/.
 
-    python -m bench [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded,newsletter]
+    python -m bench [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded,newsletter,writes]
                     [--duration 20] [--newsletter-subscribers 100000]
                     [--scale-sizes 1000,20000] [--publishing-posts 1000] [--blog-sizes 100,2000]
                     [--sweep granian:2x4,gunicorn-sync:4x1] [--sweep-rounds 2] [--sweep-seconds 2]
                     [--quick]
 
-`--quick` (or BENCH_QUICK=1) shortens the API part to a smoke run (2 s per endpoint in 2 slices, the
-sweep in one round of 1 s slices); such a run writes nothing to bench/RESULTS.md.
+`--quick` (or BENCH_QUICK=1) shortens the API and write parts to a smoke run (2 s per endpoint or
+write variant in 2 slices, the sweep in one round of 1 s slices); such a run writes nothing to
+bench/RESULTS.md.
 """
 
 import argparse
@@ -34,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench import api, blog, embedded, isolation, newsletter, plan, publishing, scale, webhooks
+from bench import api, blog, embedded, isolation, newsletter, plan, publishing, scale, webhooks, writes
 from bench.api_report import api_section
 from bench.blog_report import blog_section
 from bench.common import (
@@ -77,6 +80,10 @@ def _scale(args: argparse.Namespace, wrk_bin: str) -> dict:
     return scale.bench_scale(args.scale_sizes) if args.scale_sizes else scale.bench_scale()
 
 
+def _writes(args: argparse.Namespace, wrk_bin: str) -> dict:
+    return writes.bench_writes(wrk_bin, 2, slices=2) if args.quick else writes.bench_writes(wrk_bin, args.duration)
+
+
 def _blog(args: argparse.Namespace, wrk_bin: str) -> dict:
     return blog.bench_blog(wrk_bin, args.duration, *([args.blog_sizes] if args.blog_sizes else []))
 
@@ -102,6 +109,7 @@ PARTS = {
         lambda args, _: newsletter.bench_newsletter(args.newsletter_subscribers),
         newsletter.newsletter_section,
     ),
+    "writes": Part("writes over the API", _writes, writes.writes_section),
 }
 
 
@@ -114,7 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m bench", description="The benchmarks of `make bench` (docs/benchmarks.md)."
     )
     parser.add_argument("--only", default=",".join(PARTS))
-    parser.add_argument("--duration", type=int, default=20, help="seconds of load per API endpoint (and floor)")
+    parser.add_argument(
+        "--duration",
+        type=int,
+        default=20,
+        help="seconds of load per API endpoint (and floor), write variant and blog page",
+    )
     parser.add_argument("--webhook-events", type=int, default=webhooks.WEBHOOK_EVENTS)
     parser.add_argument(
         "--scale-sizes",
@@ -141,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         default=os.environ.get("BENCH_QUICK", "") not in ("", "0"),
-        help="a smoke run of the API part (seconds instead of minutes); writes nothing to bench/RESULTS.md",
+        help="a smoke run of the API and write parts (seconds instead of minutes); writes nothing to bench/RESULTS.md",
     )
     return parser
 
@@ -200,6 +213,8 @@ def write_results(text: str, args: argparse.Namespace, parser: argparse.Argument
         write_section(embedded.embedded_section(results["embedded"]), "embedded default")
     elif parts == {"newsletter"} and _at_defaults(args, parser, "newsletter_subscribers"):
         write_section(newsletter.newsletter_section(results["newsletter"]), "newsletter")
+    elif parts == {"writes"} and not args.quick and _at_defaults(args, parser, "duration"):
+        write_section(_alone(writes.writes_section(results["writes"]), "writes", info), "writes")
 
 
 def main() -> int:
@@ -211,7 +226,7 @@ def main() -> int:
     (WORK / "wrk.log").write_text("")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
-    wrk_bin = ensure_wrk() if chosen & {"api", "blog"} else ""
+    wrk_bin = ensure_wrk() if chosen & {"api", "blog", "writes"} else ""
     ensure_database()
     flush_redis()
     setup_django()

@@ -270,19 +270,22 @@ def make_account(name: str, plan: str = "enterprise"):
     return Account.objects.create(name=name, plan=plan)
 
 
-def make_reader(name: str, email: str):
+def make_reader(name: str, email: str, *, writes: bool = False):
     """An enterprise account (no rate limit) with an editor and a key that reads channels and
-    posts; (account, raw key)."""
+    posts (and, with `writes`, writes posts: the editor's role has articles.write); (account, raw key)."""
     from apps.accounts.models import Scope
     from apps.users.credentials import api_key_create
-    from apps.users.models import Role, User
+    from apps.users.models import Role, User, default_permissions_for
 
     account = make_account(name)
-    user = User.objects.create(account=account, email=email, name="Bench Reader", role=Role.EDITOR)
-    _, key = api_key_create(
-        account=account, user=user, name="bench", scopes=[Scope.READ_CHANNELS, Scope.READ_POSTS],
-        expires_at=datetime.now(UTC) + timedelta(days=30),
+    user = User.objects.create(
+        account=account, email=email, name="Bench Reader", role=Role.EDITOR,
+        permissions=default_permissions_for(Role.EDITOR),
     )  # fmt: skip
+    scopes = [Scope.READ_CHANNELS, Scope.READ_POSTS, *([Scope.WRITE_POSTS] if writes else [])]
+    _, key = api_key_create(
+        account=account, user=user, name="bench", scopes=scopes, expires_at=datetime.now(UTC) + timedelta(days=30)
+    )
     return account, key
 
 

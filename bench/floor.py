@@ -9,13 +9,16 @@ endpoints' bodies before it measures anything.
 """
 
 import itertools
+import json
 import math
 import os
 from datetime import UTC
 
 from django.conf import settings
+from django.db import transaction
 from django.http import Http404, HttpResponse, JsonResponse
 from django.utils import timezone
+from django.utils.cache import set_response_etag
 from django.views.decorators.csrf import csrf_exempt
 
 from apps.api.pagination import cursor_after
@@ -26,11 +29,12 @@ from apps.blog import views as blog_views
 from apps.channels.models import Channel
 from apps.core.prepared import PreparedLookup
 from apps.posts import selectors as post_selectors
+from apps.posts import services as post_services
 from apps.posts.api import posts_list_key
 from apps.posts.models import Media, Post, Tag
 from apps.posts.services import post_update_content
 from apps.users.credentials import api_key_touch
-from apps.users.models import ApiKey, split_api_key
+from apps.users.models import ApiKey, Permission, split_api_key
 
 COMPACT = {"separators": (",", ":"), "ensure_ascii": False}  # the bytes DRF's JSONRenderer writes
 
@@ -172,12 +176,8 @@ def channel_posts(request, channel_id: int):
     return _json({"data": data, "meta": meta | {"next_cursor": next_cursor}})
 
 
-def channel_post(request, channel_id: int, post_id: int):
-    api_key = _authenticate(request)
-    if api_key is None:
-        return _unauthorized()
-    if "read:posts" not in api_key.scopes:
-        return _error(403, "insufficient_scope", "This API key lacks the scope 'read:posts'.")
+def _single_post(api_key: ApiKey, channel_id: int, post_id: int) -> dict | JsonResponse:
+    """The single-post form of the post (its `data`), or the 404 the endpoint answers."""
     found = _channel(api_key.account_id, channel_id)
     if found is None:
         return _error(404, "not_found", "Resource not found.")
@@ -187,7 +187,7 @@ def channel_post(request, channel_id: int, post_id: int):
         return _error(404, "not_found", "Post not found.")
     tags = Tag.objects.filter(posts__id=post_id).values("id", "name")
     media = Media.objects.filter(post_id=post_id).values("id", "kind", "url", "alt_text", "width", "height")
-    data = {
+    return {
         "id": post["id"],
         "title": post["title"],
         "teaser": post["teaser"],
@@ -204,11 +204,107 @@ def channel_post(request, channel_id: int, post_id: int):
         "media": list(media),
         "external_id": post["external_id"],
         "external_url": post["external_url"],
+        "scheduled_at": _utc(post["scheduled_at"]),
         "url": site.post_url(post["slug"]) if post["publication_status"] == "published" else None,
-        # The benchmark's channel is a blog, which publishes through no destination: no job to show.
+        # The benchmark's channels are blogs, which publish through no destination: no job to show.
         "publication": None,
     }
-    return _json({"data": data})
+
+
+def channel_post(request, channel_id: int, post_id: int):
+    api_key = _authenticate(request)
+    if api_key is None:
+        return _unauthorized()
+    if "read:posts" not in api_key.scopes:
+        return _error(403, "insufficient_scope", "This API key lacks the scope 'read:posts'.")
+    data = _single_post(api_key, channel_id, post_id)
+    return data if isinstance(data, JsonResponse) else _json({"data": data})
+
+
+# --- the write part's floors (bench/writes.py) -------------------------------------------------
+# What the cheapest hand-written Django code costs for the writes of POST and PATCH
+# /v1/channels/{id}/posts[/{id}]: the same key lookup, the same rows written (the post's columns
+# and its tag links, in one transaction: the database's triggers bump the channel alike), and the
+# same answer (the single-post form as GET sends it, its ETag, and Location for a create).
+
+
+def _writer(request) -> tuple[ApiKey | None, JsonResponse | None]:
+    api_key = _authenticate(request)
+    if api_key is None:
+        return None, _unauthorized()
+    if "write:posts" not in api_key.scopes:
+        return None, _error(403, "insufficient_scope", "This API key lacks the scope 'write:posts'.")
+    if Permission.ARTICLES_WRITE not in api_key.user.permissions:
+        return None, _error(403, "permission_denied", "The owner of this API key lacks articles.write.")
+    return api_key, None
+
+
+def _fields(request) -> dict | None:
+    """The body's `post` object, or None when it is not one."""
+    try:
+        body = json.loads(request.body)
+    except ValueError:
+        return None
+    fields = body.get("post") if isinstance(body, dict) else None
+    return fields if isinstance(fields, dict) else None
+
+
+def _answer(data: dict, status: int = 200) -> JsonResponse:
+    response = _json({"data": data}, status)
+    set_response_etag(response)
+    return response
+
+
+@csrf_exempt
+def create_post(request, channel_id: int):
+    """POST a draft: title, body, teaser and tag names (made when new)."""
+    api_key, refused = _writer(request)
+    if refused:
+        return refused
+    fields = _fields(request)
+    if fields is None or not isinstance(fields.get("title"), str) or not fields["title"].strip():
+        return _error(400, "VALIDATION_ERROR", "post.title is required.")
+    if _channel(api_key.account_id, channel_id) is None:
+        return _error(404, "not_found", "Resource not found.")
+    names = list(dict.fromkeys(fields.get("tags") or []))
+    with transaction.atomic():
+        tags = {tag.name: tag.pk for tag in Tag.objects.filter(account_id=api_key.account_id, name__in=names)}
+        for name in names:
+            if name not in tags:
+                tags[name] = Tag.objects.create(account_id=api_key.account_id, name=name).pk
+        post = Post.objects.create(
+            channel_id=channel_id,
+            title=fields["title"],
+            body=fields.get("body") or "",
+            teaser=fields.get("teaser") or "",
+            # The service's slug rule, one query (the title's slug, or it numbered).
+            slug=post_services._free_slug(channel_id=channel_id, title=fields["title"]),
+        )
+        Post.tags.through.objects.bulk_create(Post.tags.through(post_id=post.pk, tag_id=tags[n]) for n in names)
+    response = _answer(_single_post(api_key, channel_id, post.pk), 201)
+    response["Location"] = request.build_absolute_uri(f"/v1/channels/{channel_id}/posts/{post.pk}")
+    return response
+
+
+@csrf_exempt
+def edit_post(request, channel_id: int, post_id: int):
+    """PATCH a post's title (last writer wins: no precondition)."""
+    api_key, refused = _writer(request)
+    if refused:
+        return refused
+    fields = _fields(request)
+    if fields is None or not isinstance(fields.get("title"), str) or not fields["title"].strip():
+        return _error(400, "VALIDATION_ERROR", "post.title must be a non-empty string.")
+    if _channel(api_key.account_id, channel_id) is None:
+        return _error(404, "not_found", "Resource not found.")
+    with transaction.atomic():
+        post = Post.objects.select_for_update().filter(channel_id=channel_id, pk=post_id).first()
+        if post is None:
+            return _error(404, "not_found", "Post not found.")
+        if post.title != fields["title"]:
+            post.title = fields["title"]
+            post.save(update_fields=["title", "updated_at"])
+    return _answer(_single_post(api_key, channel_id, post_id))
 
 
 _edits = itertools.count()

@@ -30,6 +30,7 @@ SETTLE_SECONDS = 0.5
 MIXED_WRITE_EVERY = 50  # the mixed load: one write in this many requests
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 ROLES = ("web", "postgres", "redis", "wrk", "other")
+WRK_THREADS = 2  # wrk's threads (the connections are shared among them)
 
 
 def ensure_wrk() -> str:
@@ -109,14 +110,16 @@ def cpu_snapshot(web_group: int) -> dict[str, float]:
     return used
 
 
-def wrk(wrk_bin: str, key: str | None, path: str, seconds: int, env: dict | None = None) -> str:
+def wrk(
+    wrk_bin: str, key: str | None, path: str, seconds: int, env: dict | None = None, script: str | None = None
+) -> str:
     """wrk's summary of `seconds` of load on `path` (with the API key `key`, or as an anonymous
     reader with None); with `env` holding WRK_WRITE_PATH, the mixed load of bench/wrk_mixed.lua (one
-    write in WRK_WRITE_EVERY requests)."""
-    script = "bench/wrk_mixed.lua" if env else "bench/wrk_report.lua"
+    write in WRK_WRITE_EVERY requests); with `script`, that script's requests (reading `env`)."""
+    script = script or ("bench/wrk_mixed.lua" if env else "bench/wrk_report.lua")
     auth = ["-H", f"Authorization: Bearer {key}"] if key else []
     result = subprocess.run(
-        [wrk_bin, "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", script,
+        [wrk_bin, f"-t{WRK_THREADS}", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", script,
          *auth, f"http://127.0.0.1:{WEB_PORT}{path}"],
         cwd=ROOT, capture_output=True, text=True, check=True, env={**os.environ, **(env or {})},
     )  # fmt: skip

@@ -11,6 +11,8 @@ urlpatterns = [
     path("v1/floor/channels/<int:channel_id>/posts", floor.channel_posts),
     path("v1/floor/channels/<int:channel_id>/posts/<int:post_id>", floor.channel_post),
     path("v1/floor/channels/<int:channel_id>/write", floor.write),
+    path("v1/floor/channels/<int:channel_id>/posts/new", floor.create_post),
+    path("v1/floor/channels/<int:channel_id>/posts/<int:post_id>/edit", floor.edit_post),
     path("floor/blog/<slug:handle>/", floor.blog_index),
     path("floor/blog/<slug:handle>/<slug:slug>/", floor.blog_post),
     *service_urls.urlpatterns,
