@@ -112,7 +112,7 @@ def check(seed: dict) -> dict:
     (channel, post), (other_channel, other), (third_channel, third) = seed["edited"][:3]
     queries = {}
 
-    def send(write: str, variant: str, method: str, path: str, body: dict, status: int, **headers):
+    def send(write: str, variant: str, method: str, path: str, body: dict, status: int, headers: dict | None = None):
         with CaptureQueriesContext(connection) as captured:
             answer = client.generic(method, path, json.dumps(body), content_type="application/json", headers=headers)
         if answer.status_code != status:
@@ -138,9 +138,9 @@ def check(seed: dict) -> dict:
                      content_type="application/json")  # fmt: skip
     same_as_get(send(CREATE, ENDPOINT, "POST", create_path, {"post": _fields("check-1")}, 201), "POST")
     same_as_get(send(CREATE, FLOOR, "POST", floor_create, {"post": _fields("check-2")}, 201), "the create floor")
-    first = send(CREATE, IDEMPOTENCY, "POST", create_path, {"post": _fields("check-3")}, 201, idempotency_key="check")
-    again = client.post(create_path, {"post": _fields("check-3")}, content_type="application/json",
-                        headers={"idempotency-key": "check"})  # fmt: skip
+    once = {"Idempotency-Key": "check"}
+    first = send(CREATE, IDEMPOTENCY, "POST", create_path, {"post": _fields("check-3")}, 201, once)
+    again = client.post(create_path, {"post": _fields("check-3")}, content_type="application/json", headers=once)
     replayed = again.get("Idempotent-Replayed") == "true" and again.content == first.content
 
     edit_path, floor_edit = (
@@ -150,12 +150,14 @@ def check(seed: dict) -> dict:
     same_as_get(send(EDIT, ENDPOINT, "PATCH", edit_path, {"post": {"title": "Checked 1"}}, 200), "PATCH")
     same_as_get(send(EDIT, FLOOR, "PATCH", floor_edit, {"post": {"title": "Checked 2"}}, 200), "the edit floor")
     third_path = WRITES[EDIT][1].format(channel=third_channel, post=third)
-    stale = client.get(third_path)["ETag"]
-    fresh = send(EDIT, IF_MATCH, "PATCH", third_path, {"post": {"title": "Checked 3"}}, 200, if_match=stale)["ETag"]
-    client.generic("PATCH", third_path, '{"post": {"title": "Checked 4"}}', content_type="application/json",
-                   headers={"if-match": stale})  # fmt: skip
-    if client.get(third_path)["ETag"] != fresh:
-        raise RuntimeError("a PATCH with a stale If-Match changed the post")
+    read = {"If-Match": client.get(third_path)["ETag"]}
+    after = send(EDIT, IF_MATCH, "PATCH", third_path, {"post": {"title": "Checked 3"}}, 200, read)["ETag"]
+    # The same tag again is stale now: refused, and nothing changes.
+    refused = client.generic(
+        "PATCH", third_path, '{"post": {"title": "Checked 4"}}', content_type="application/json", headers=read
+    )
+    if refused.status_code != 412 or client.get(third_path)["ETag"] != after:
+        raise RuntimeError(f"a PATCH with a stale If-Match answered {refused.status_code} or changed the post")
     return {"queries": queries, "idempotency_live": replayed}
 
 
