@@ -64,6 +64,7 @@ __all__ = [
     "MediaInput",
     "Step",
     "check_tags_of_account",
+    "locked_post_change",
     "one_line_end",
     "post_create",
     "post_delete",
@@ -161,12 +162,15 @@ def _assign_content(post: Post, values: dict) -> list[str]:
 SLUG_TAKEN = "Another post of this channel already has this slug."
 
 
-def _validate_content(post: Post, names: Iterable[str]) -> None:
+def _validate_content(post: Post, names: Iterable[str], *, slug_made: bool) -> None:
+    """The content's own rules. The slug's constraints are the services' to keep: a slug made from
+    the title is free and never empty (a race for it is settled at the save), and a given one is
+    checked here, so that the error names the slug (the constraint over (channel, slug) names none)."""
     names = list(names)
-    if "slug" in names and Post.objects.filter(channel_id=post.channel_id, slug=post.slug).exclude(pk=post.pk).exists():
-        # The constraint over (channel, slug) would name no field; the slug is what to change.
+    taken = Post.objects.filter(channel_id=post.channel_id, slug=post.slug).exclude(pk=post.pk)
+    if "slug" in names and not slug_made and taken.exists():
         raise field_error("slug", "unique", SLUG_TAKEN)
-    validate_fields(post, names)
+    validate_fields(post, names, constraints=False)
 
 
 def _save_content(post: Post, *, slug_made: bool, **save_options) -> None:
@@ -243,17 +247,32 @@ def post_create(
     post = Post(channel=channel)
     content = {"title": title, "body": body, "teaser": teaser, "slug": slug}
     _assign_content(post, content | {"meta_title": meta_title, "meta_description": meta_description})
-    _validate_content(post, CONTENT_FIELDS)
+    _validate_content(post, CONTENT_FIELDS, slug_made=_blank(slug))
     _save_content(post, slug_made=_blank(slug))
-    _assign_tags(post, tags)
-    _assign_media(post, media)
+    # A new post has no tags or media yet: nothing to read and compare first.
+    tags = list(tags)
+    if tags:
+        check_tags_of_account(tags, channel.account_id)
+        post.tags.add(*tags)
+    if media:
+        _assign_media(post, media)
     return post
 
 
 @transaction.atomic
-def post_update_content(
+def post_update_content(*, post: Post, **changes) -> tuple[Post, list[str]]:
+    """Change a post's content (the arguments of locked_post_change); return the post and the names
+    of what really changed.
+
+    Values are compared with the row as locked, not with the `post` passed in: the admin's form
+    has already written its values onto that instance.
+    """
+    return locked_post_change(locked=locked_post(post.pk), **changes)
+
+
+def locked_post_change(
     *,
-    post: Post,
+    locked: Post,
     title: str | Keep = KEEP,
     body: str | Keep = KEEP,
     teaser: str | Keep | None = KEEP,
@@ -263,19 +282,15 @@ def post_update_content(
     tags: Iterable[Tag] | Keep = KEEP,
     media: Sequence[MediaInput] | Keep = KEEP,
 ) -> tuple[Post, list[str]]:
-    """Change a post's content; return the post and the names of what really changed, in the
-    order of CONTENT_FIELDS then "tags", "media" (empty when the values equal the stored ones).
-
-    Values are compared with the row as locked, not with the `post` passed in: the admin's form
-    has already written its values onto that instance. The status does not change; a published
-    post stays published (the spec's `post.updated` case).
-    """
-    locked = locked_post(post.pk)
+    """post_update_content for a caller that holds the post's row lock in its transaction (the
+    row `locked` was read with it): the names of what really changed, in the order of
+    CONTENT_FIELDS then "tags", "media" (empty when the values equal the stored ones). The status
+    does not change; a published post stays published (the spec's `post.updated` case)."""
     given = {"title": title, "body": body, "teaser": teaser, "slug": slug}
     given |= {"meta_title": meta_title, "meta_description": meta_description}
     changed = _assign_content(locked, {name: value for name, value in given.items() if value is not KEEP})
     if changed:
-        _validate_content(locked, changed)
+        _validate_content(locked, changed, slug_made=slug is not KEEP and _blank(slug))
     if not isinstance(tags, Keep) and _assign_tags(locked, tags):
         changed.append("tags")
     if not isinstance(media, Keep) and _assign_media(locked, media):

@@ -20,12 +20,15 @@ from apps.webhooks.services import event_emit
 POST_NOT_FOUND = "Post not found."
 
 
-def validate_fields(instance: models.Model, fields: Iterable[str], prefix: str = "") -> None:
-    """Run the model's own field validators and constraints on `fields` only."""
+def validate_fields(
+    instance: models.Model, fields: Iterable[str], prefix: str = "", *, constraints: bool = True
+) -> None:
+    """Run the model's own field validators and constraints on `fields` only (`constraints=False`:
+    the caller keeps them, saving the query each takes)."""
     names = set(fields)
     exclude = [field.name for field in instance._meta.fields if field.name not in names]
     try:
-        instance.full_clean(exclude=exclude)
+        instance.full_clean(exclude=exclude, validate_constraints=constraints)
     except ValidationError as exc:
         raise invalid_from_django(exc, prefix) from None
 

@@ -21,7 +21,7 @@ from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
 from apps.posts.models import Post, PublicationStatus, Tag
 from apps.posts.publish_now import publish_now
-from apps.posts.services import post_create, post_delete, post_update_content
+from apps.posts.services import locked_post_change, post_create, post_delete
 from apps.posts.states import POST_NOT_FOUND, locked_post
 from apps.posts.status import post_set_status
 
@@ -153,7 +153,8 @@ def post_write(
     leaving = post.publication_status == _S.PUBLISHED and not isinstance(status, Keep) and status != _S.PUBLISHED
     if leaving:
         _set_status(post, writer=writer, status=status, scheduled_at=scheduled_at)
-    post, _ = post_update_content(post=post, tags=tags, **content)
+        post = locked_post(post.pk)
+    post, _ = locked_post_change(locked=post, tags=tags, **content)
     if not leaving:
         _set_status(post, writer=writer, status=status, scheduled_at=scheduled_at)
 

@@ -21,13 +21,13 @@ CALLS = 10
 def slow_check(monkeypatch):
     """Widen the window between the precondition's check and the write, so the calls are inside it at
     once: without the lock several would see the tag they sent and each overwrite the others."""
-    original = writing.post_update_content
+    original = writing.locked_post_change
 
     def slow(**kwargs):
         time.sleep(0.2)
         return original(**kwargs)
 
-    monkeypatch.setattr(writing, "post_update_content", slow)
+    monkeypatch.setattr(writing, "locked_post_change", slow)
 
 
 def test_ten_edits_sent_with_the_same_etag_give_one_200_and_nine_412(slow_check, live_server):
