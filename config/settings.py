@@ -364,6 +364,9 @@ API_KEY_DEFAULT_TTL_DAYS = _positive_int("API_KEY_DEFAULT_TTL_DAYS", 365)
 API_KEY_LAST_USED_RESOLUTION = _positive_int("API_KEY_LAST_USED_RESOLUTION", 60)
 PAGE_SIZE_DEFAULT = 20
 PAGE_SIZE_MAX = 100
+# The change feed (GET /v1/channels/{id}/changes) keeps deleted posts' tombstones this long; a
+# cursor issued longer ago, or older than the last tombstone swept, answers 410 `cursor_expired`.
+CHANGES_RETENTION = _duration("CHANGES_RETENTION", "P30D")
 # Rendered channels and posts are kept this long in the default cache (Redis, or the process's
 # memory without REDIS_URL), under their channel's version; 0 turns the cache off. A change makes
 # a new version at once, so this bounds memory, not staleness (apps/api/representations.py).
@@ -715,6 +718,7 @@ BLOG_CDN_MAX_AGE = _non_negative_int("BLOG_CDN_MAX_AGE", 0)
 CONTENT_PLAN_INTERVAL = _positive_int("CONTENT_PLAN_INTERVAL", 60)
 CELERY_BEAT_SCHEDULE = {
     "posts.content_plan": {"task": "posts.content_plan", "schedule": float(CONTENT_PLAN_INTERVAL)},
+    "posts.sweep_changes": {"task": "posts.sweep_changes", "schedule": 3600.0},
     "webhooks.sweep": {"task": "webhooks.sweep", "schedule": float(WEBHOOK_SWEEP_INTERVAL)},
     "webhooks.prune_history": {"task": "webhooks.prune_history", "schedule": 3600.0},
     "publishing.sweep": {"task": "publishing.sweep", "schedule": float(PUBLISH_SWEEP_INTERVAL)},

@@ -2,7 +2,11 @@ from datetime import UTC, datetime
 from operator import attrgetter
 
 from django.db.models import prefetch_related_objects
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    extend_schema,
+)
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView

@@ -88,6 +88,10 @@ class Post(models.Model):
     tags = models.ManyToManyField(Tag, blank=True, related_name="posts")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The post's place in its channel's change feed (apps/posts/changes.py): written by the
+    # database's triggers (posts 0006) at every change of the post or of what its single form
+    # shows, whatever Python wrote into it.
+    change_position = models.BigIntegerField(default=0, db_default=0, editable=False)
 
     objects = PostQuerySet.as_manager()
 
@@ -103,6 +107,8 @@ class Post(models.Model):
             ),
             # The content plan's scan for scheduled posts whose time has come.
             models.Index(fields=["publication_status", "scheduled_at"], name="post_status_scheduled"),
+            # The change feed's pages: a channel's posts in the order their changes committed.
+            models.Index(fields=["channel", "change_position", "id"], name="post_channel_changes"),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -173,3 +179,40 @@ class ApiPublication(models.Model):
         self.confirmed_at = None
         self.external_id = None
         self.external_url = None
+
+
+class PostDeletion(models.Model):
+    """A post that left a channel (deleted, or moved to another channel): the change feed's
+    tombstone, kept CHANGES_RETENTION. Written by the database's triggers (posts 0006), which
+    Django's cascades (a channel deleted with its posts) pass through too; hence plain ids, no
+    foreign keys: the post, and perhaps its channel, are gone."""
+
+    post_id = models.BigIntegerField()
+    channel_id = models.BigIntegerField()
+    deleted_at = models.DateTimeField()
+    # As Post.change_position: where the deletion stands in the channel's feed.
+    position = models.BigIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["channel_id", "position", "post_id"], name="postdeletion_channel_feed"),
+            # A post moved back into a channel drops its tombstone there.
+            models.Index(fields=["post_id"], name="postdeletion_post"),
+            # The retention sweep (apps/posts/changes.py).
+            models.Index(fields=["deleted_at"], name="postdeletion_deleted_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Deletion of post {self.post_id} from channel {self.channel_id}"
+
+
+class ChangeFeedState(models.Model):
+    """One row (id 1): the change feed's `floor`, the highest position of a tombstone the
+    retention sweep deleted (a cursor at or below it may have missed a deletion: 410); and, on
+    SQLite only, `clock`, the last position given to a change (PostgreSQL uses transaction ids)."""
+
+    floor = models.BigIntegerField(default=0)
+    clock = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"Change feed floor {self.floor}"

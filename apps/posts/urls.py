@@ -9,6 +9,7 @@ from apps.posts.api import (
     PostPublishView,
     PostUnpublishView,
 )
+from apps.posts.changes_api import ChannelChangesView
 
 urlpatterns = [
     path("channels/<int:channel_id>/posts", ChannelPostListView.as_view(), name="channel-post-list"),
@@ -20,4 +21,5 @@ urlpatterns = [
         name="channel-post-unpublish",
     ),
     path("posts/<int:id>", PostDetailView.as_view(), name="post-detail"),
+    path("channels/<int:channel_id>/changes", ChannelChangesView.as_view(), name="channel-changes"),
 ]

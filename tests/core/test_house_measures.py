@@ -59,6 +59,7 @@ ACCEPTED_CYCLE_EXCEPTIONS = {
     "apps.publishing.*.api -> apps.api.*",
     "apps.users.keys_api -> apps.api.*",
     "apps.posts.write_api -> apps.api.*",
+    "apps.posts.changes_api -> apps.api.*",
     "apps.*.views -> apps.api.*",
 }
 
