@@ -7,7 +7,8 @@ a channel of 100,000 posts against one of 100, bench/blog.py) and the embedded d
 filesystem broker) while editors save in the admin (bench/embedded.py), a newsletter edition to
 100,000 subscribers into a local SMTP sink against a plain smtplib loop (bench/newsletter.py), and
 the API's creates and edits against plain-Django inserts and updates, with what If-Match and
-Idempotency-Key cost (bench/writes.py).
+Idempotency-Key cost (bench/writes.py), and the change feed's pages in a channel of 1,000,000 posts
+against one of 1,000 (bench/feed.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
@@ -16,9 +17,10 @@ process groups) whatever happens. Prints the results table and writes it to benc
 (a run of the publishing or the blog part alone replaces only its section there). Logs of the started
 processes are in bench/.work/.
 
-    python -m bench [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded,newsletter,writes]
+    python -m bench [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded,newsletter,writes,feed]
                     [--duration 20] [--newsletter-subscribers 100000]
                     [--scale-sizes 1000,20000] [--publishing-posts 1000] [--blog-sizes 100,2000]
+                    [--feed-sizes 1000,20000]
                     [--sweep granian:2x4,gunicorn-sync:4x1] [--sweep-rounds 2] [--sweep-seconds 2]
                     [--quick]
 
@@ -37,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench import api, blog, embedded, isolation, newsletter, plan, publishing, scale, webhooks, writes
+from bench import api, blog, embedded, feed, isolation, newsletter, plan, publishing, scale, webhooks, writes
 from bench.api_report import api_section
 from bench.blog_report import blog_section
 from bench.common import (
@@ -84,6 +86,10 @@ def _writes(args: argparse.Namespace, wrk_bin: str) -> dict:
     return writes.bench_writes(wrk_bin, 2, slices=2) if args.quick else writes.bench_writes(wrk_bin, args.duration)
 
 
+def _feed(args: argparse.Namespace, wrk_bin: str) -> dict:
+    return feed.bench_feed(args.feed_sizes) if args.feed_sizes else feed.bench_feed()
+
+
 def _blog(args: argparse.Namespace, wrk_bin: str) -> dict:
     return blog.bench_blog(wrk_bin, args.duration, *([args.blog_sizes] if args.blog_sizes else []))
 
@@ -110,6 +116,7 @@ PARTS = {
         newsletter.newsletter_section,
     ),
     "writes": Part("writes over the API", _writes, writes.writes_section),
+    "feed": Part("change feed", _feed, feed.feed_section),
 }
 
 
@@ -139,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--blog-sizes",
         type=_sizes,
         help="posts in the blog part's small and large channels, e.g. 100,2000 (default 100,100000)",
+    )
+    parser.add_argument(
+        "--feed-sizes",
+        type=_sizes,
+        help="posts in the change feed part's channel at each step, e.g. 1000,20000 (default 1000,1000000)",
     )
     parser.add_argument("--newsletter-subscribers", type=int, default=100_000, help="the newsletter part's audience")
     parser.add_argument(
@@ -215,6 +227,8 @@ def write_results(text: str, args: argparse.Namespace, parser: argparse.Argument
         write_section(newsletter.newsletter_section(results["newsletter"]), "newsletter")
     elif parts == {"writes"} and not args.quick and _at_defaults(args, parser, "duration"):
         write_section(_alone(writes.writes_section(results["writes"]), "writes", info), "writes")
+    elif parts == {"feed"} and args.feed_sizes is None:
+        write_section(_alone(feed.feed_section(results["feed"]), "feed", info), "change feed")
 
 
 def main() -> int:

@@ -57,5 +57,5 @@ def test_python_m_bench_help_exits_zero_and_names_every_flag():
     assert result.returncode == 0, result.stderr[-3000:]
     for flag in ("--only", "--quick", "--duration", "--sweep", "--sweep-rounds", "--sweep-seconds",
                  "--webhook-events", "--scale-sizes", "--publishing-posts", "--blog-sizes",
-                 "--newsletter-subscribers"):  # fmt: skip
+                 "--newsletter-subscribers", "--feed-sizes"):  # fmt: skip
         assert flag in result.stdout
