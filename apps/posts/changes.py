@@ -15,7 +15,7 @@ cursor at or below the floor, or issued longer ago than CHANGES_RETENTION, is ex
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
@@ -54,11 +54,13 @@ START = Position(0, 0)
 @dataclass(frozen=True)
 class Cursor:
     """A client's place in a channel's feed: after `at`. `since` is the horizon of the sync's first
-    page: tombstones below it are of posts deleted before the client saw any, and are skipped."""
+    page: tombstones below it are of posts deleted before the client saw any, and are skipped.
+    `issued` (Unix seconds), when read from a client, is when the service gave it."""
 
     channel_id: int
     at: Position
     since: int
+    issued: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -85,10 +87,9 @@ def cursor_text(cursor: Cursor, *, now: datetime | None = None) -> str:
     )
 
 
-def cursor_read(text: str, *, channel_id: int, now: datetime | None = None) -> Cursor:
+def cursor_read(text: str, *, channel_id: int) -> Cursor:
     """The cursor `text` names, for the feed of `channel_id`: 400 VALIDATION_ERROR (field `cursor`)
-    for one altered, cut short or of another channel; 410 `cursor_expired` for one issued longer
-    ago than CHANGES_RETENTION."""
+    for one altered, cut short or of another channel."""
     try:
         channel, position, post_id, since, issued = _signer.unsign_object(text)
         values = (channel, position, post_id, since, issued)
@@ -102,10 +103,14 @@ def cursor_read(text: str, *, channel_id: int, now: datetime | None = None) -> C
         raise field_error(
             "cursor", "foreign_cursor", "This cursor belongs to another channel's feed: follow each feed's own cursor."
         )
-    age = (now or timezone.now()).timestamp() - issued
+    return Cursor(channel, Position(position, post_id), since, issued)
+
+
+def _check_age(cursor: Cursor, now: datetime | None) -> None:
+    """410 `cursor_expired` for a cursor issued longer ago than CHANGES_RETENTION."""
+    age = (now or timezone.now()).timestamp() - (cursor.issued or 0)
     if age > settings.CHANGES_RETENTION.total_seconds():
         raise Gone(CURSOR_EXPIRED, code="cursor_expired")
-    return Cursor(channel, Position(position, post_id), since)
 
 
 @contextlib.contextmanager
@@ -147,10 +152,14 @@ def _floor() -> int:
     return ChangeFeedState.objects.filter(pk=_STATE_ID).values_list("floor", flat=True).first() or 0
 
 
-def channel_changes(*, channel: Channel, cursor: Cursor | None, size: int, columns: Columns) -> ChangesPage:
+def channel_changes(
+    *, channel: Channel, cursor: Cursor | None, size: int, columns: Columns, now: datetime | None = None
+) -> ChangesPage:
     """The page of `channel`'s feed after `cursor` (None: a first sync, every post from the start,
-    no tombstones), at most `size` items; post rows with `columns`. 410 `cursor_expired` when
-    deletions after the cursor may have been swept."""
+    no tombstones), at most `size` items; post rows with `columns`. 410 `cursor_expired` for a
+    cursor issued longer ago than CHANGES_RETENTION, or when deletions after it may have been swept."""
+    if cursor is not None:
+        _check_age(cursor, now)
     connection = connections[Post.objects.db]
     with _one_snapshot(connection):
         horizon = _horizon(connection)
