@@ -422,3 +422,31 @@ def test_the_changes_retention_is_thirty_days_unless_set():
 
 def test_the_sweep_runs_hourly_from_beat(settings):
     assert settings.CELERY_BEAT_SCHEDULE["posts.sweep_changes"]["task"] == "posts.sweep_changes"
+
+
+def test_a_page_of_changes_runs_as_many_queries_with_1_item_as_with_100(key, client_for, follow):
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_for(key)
+    tags = TagFactory.create_batch(2, account=key.account)
+    counted = {}
+    for n in (1, 100):
+        channel = ChannelFactory(account=key.account)
+        posts = PostFactory.create_batch(n + 1, channel=channel, tags=tags)
+        for post in posts:
+            MediaFactory(post=post)
+        _, cursor = follow(channel)
+        for post in posts[:n]:
+            post_update_content(post=post, title="Changed")
+        post_delete(post_id=posts[-1].pk)
+        settled()
+        path = f"/v1/channels/{channel.pk}/changes"
+        client.get(path, {"cursor": cursor})  # the key is looked up and kept as for any later request
+        with CaptureQueriesContext(connection) as queries:
+            page = client.get(path, {"cursor": cursor, "per_page": 100}).json()
+        assert len(page["data"]) == min(n + 1, 100)
+        counted[n] = len(queries)
+
+    # The key, the channel, the horizon, posts, tombstones, the floor, the posts' forms (posts,
+    # tags, media): none per item.
+    assert counted[1] == counted[100]
