@@ -49,6 +49,8 @@ class Position:
 
 
 START = Position(0, 0)
+# Above every post id: a place after every change at its position.
+_LAST_ID = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class Deletion:
 @dataclass(frozen=True)
 class ChangesPage:
     """`items`: post rows (selectors.post_details) and Deletions, in feed order. `next` is the
-    cursor after them (the same place when there are none); `more`: more changes are ready now."""
+    cursor after them (up to the horizon when no more are ready); `more`: more changes are ready now."""
 
     items: list
     next: Cursor
@@ -189,7 +191,7 @@ def channel_changes(
         # After the reads: the sweep raises the floor in the transaction that deletes, so a
         # tombstone the reads missed for it shows here. Tombstones below `since` are not wanted.
         floor = _floor() if cursor is not None else 0
-        if floor and max(at.position, since) <= floor:
+        if floor and since <= floor and at < Position(floor, _LAST_ID):
             raise Gone(CURSOR_EXPIRED, code="cursor_expired")
         ids = [place.post_id for place, deletion in page if deletion is None]
         rows = post_details(Post.objects.filter(pk__in=ids), columns, channels={channel.pk: channel}) if ids else []
@@ -197,7 +199,9 @@ def channel_changes(
     # A post deleted between the reads (SQLite, or a snapshot begun by the caller) is left out: its
     # tombstone lies at or above the horizon, so it comes on a later page.
     items = [deletion or by_id[place.post_id] for place, deletion in page if deletion or place.post_id in by_id]
-    last = page[-1][0] if page else at
+    # Up to date: every change below the horizon was on this page, so the cursor moves up to it.
+    # A quiet channel's cursor then keeps up with the floor that other channels' sweeps raise.
+    last = page[-1][0] if more else max(at, Position(horizon - 1, _LAST_ID))
     return ChangesPage(items=items, next=Cursor(channel.pk, last, since), more=more)
 
 
