@@ -10,7 +10,8 @@ overtaken by a later commit: a client that follows it misses no committed change
 transaction anywhere on the database server holds the horizon back: changes wait, none is lost.
 
 Tombstones are kept CHANGES_RETENTION; the sweep deletes older ones and raises the floor, and a
-cursor at or below the floor, or issued longer ago than CHANGES_RETENTION, is expired (410).
+cursor that a swept tombstone could lie after, or issued longer ago than CHANGES_RETENTION, is
+expired (410).
 """
 
 import contextlib
@@ -121,7 +122,7 @@ def _one_snapshot(connection) -> Iterator[None]:
     the changes and the posts' forms agree: a post is handed out once per change. Inside a
     transaction already begun (tests on pytest-django's `db`), its snapshot rules; the horizon
     keeps the page exact either way. SQLite's transactions take the write lock when they begin
-    (config/settings.py): its reads go without one, which the horizon allows (see page())."""
+    (config/settings.py): its reads go without one, which the horizon allows (see channel_changes)."""
     if connection.vendor != "postgresql" or connection.in_atomic_block:
         yield
         return
