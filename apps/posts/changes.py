@@ -155,6 +155,42 @@ def _floor() -> int:
     return ChangeFeedState.objects.filter(pk=_STATE_ID).values_list("floor", flat=True).first() or 0
 
 
+def _changed_posts(channel: Channel, at: Position, horizon: int, size: int) -> list[tuple[Position, None]]:
+    rows = (
+        Post.objects.filter(channel_id=channel.pk, change_position__lt=horizon)
+        .filter(_after(at, '"posts_post"."change_position"', '"posts_post"."id"'))
+        .order_by("change_position", "id")
+        .values_list("change_position", "id")[: size + 1]
+    )
+    return [(Position(position, pk), None) for position, pk in rows]
+
+
+def _deletions(channel: Channel, at: Position, since: int, horizon: int, size: int) -> list[tuple[Position, Deletion]]:
+    rows = (
+        PostDeletion.objects.filter(channel_id=channel.pk, position__lt=horizon, position__gte=since)
+        .filter(_after(at, '"posts_postdeletion"."position"', '"posts_postdeletion"."post_id"'))
+        .order_by("position", "post_id")
+        .values_list("position", "post_id", "deleted_at")[: size + 1]
+    )
+    return [(Position(position, pk), Deletion(pk, deleted_at)) for position, pk, deleted_at in rows]
+
+
+def _check_floor(at: Position, since: int) -> None:
+    """410 when a swept tombstone could lie after `at`. Read after the page's reads: the sweep raises
+    the floor in the transaction that deletes, so a tombstone the reads missed for it shows here.
+    Tombstones below `since` are not wanted."""
+    floor = _floor()
+    if floor and since <= floor and at < Position(floor, _LAST_ID):
+        raise Gone(CURSOR_EXPIRED, code="cursor_expired")
+
+
+def _items(page: list, rows: list) -> list:
+    by_id = {row.id: row for row in rows}
+    # A post deleted between the reads (SQLite, or a snapshot begun by the caller) is left out: its
+    # tombstone lies at or above the horizon, so it comes on a later page.
+    return [deletion or by_id[place.post_id] for place, deletion in page if deletion or place.post_id in by_id]
+
+
 def channel_changes(
     *, channel: Channel, cursor: Cursor | None, size: int, columns: Columns, now: datetime | None = None
 ) -> ChangesPage:
@@ -168,40 +204,18 @@ def channel_changes(
         horizon = _horizon(connection)
         at = START if cursor is None else cursor.at
         since = horizon if cursor is None else cursor.since
-        posts = list(
-            Post.objects.filter(channel_id=channel.pk, change_position__lt=horizon)
-            .filter(_after(at, '"posts_post"."change_position"', '"posts_post"."id"'))
-            .order_by("change_position", "id")
-            .values_list("change_position", "id")[: size + 1]
-        )
-        deletions = []
-        if cursor is not None:
-            deletions = list(
-                PostDeletion.objects.filter(channel_id=channel.pk, position__lt=horizon, position__gte=since)
-                .filter(_after(at, '"posts_postdeletion"."position"', '"posts_postdeletion"."post_id"'))
-                .order_by("position", "post_id")
-                .values_list("position", "post_id", "deleted_at")[: size + 1]
-            )
+        deletions = [] if cursor is None else _deletions(channel, at, since, horizon, size)
         # A post that left and came back with the same position (one transaction) is there.
         merged = sorted(
-            [(Position(position, pk), None) for position, pk in posts]
-            + [(Position(position, pk), Deletion(pk, deleted_at)) for position, pk, deleted_at in deletions],
-            key=lambda item: (item[0], item[1] is None),
+            _changed_posts(channel, at, horizon, size) + deletions, key=lambda item: (item[0], item[1] is None)
         )
         page, more = merged[:size], len(merged) > size
-        # After the reads: the sweep raises the floor in the transaction that deletes, so a
-        # tombstone the reads missed for it shows here. Tombstones below `since` are not wanted.
-        floor = _floor() if cursor is not None else 0
-        if floor and since <= floor and at < Position(floor, _LAST_ID):
-            raise Gone(CURSOR_EXPIRED, code="cursor_expired")
+        if cursor is not None:
+            _check_floor(at, since)
         ids = [place.post_id for place, deletion in page if deletion is None]
         rows = post_details(Post.objects.filter(pk__in=ids), columns, channels={channel.pk: channel}) if ids else []
-    by_id = {row.id: row for row in rows}
-    # A post deleted between the reads (SQLite, or a snapshot begun by the caller) is left out: its
-    # tombstone lies at or above the horizon, so it comes on a later page.
-    items = [deletion or by_id[place.post_id] for place, deletion in page if deletion or place.post_id in by_id]
+    items = _items(page, rows)
     # Up to date: every change below the horizon was on this page, so the cursor moves up to it.
-    # A quiet channel's cursor then keeps up with the floor that other channels' sweeps raise.
     last = page[-1][0] if more else max(at, Position(horizon - 1, _LAST_ID))
     return ChangesPage(items=items, next=Cursor(channel.pk, last, since), more=more)
 

@@ -114,5 +114,8 @@ class ChannelChangesView(APIView):
         cursor = cursor_read(raw, channel_id=channel_id) if raw else None
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, listed=True)
         page = channel_changes(channel=channel, cursor=cursor, size=per_page, columns=columns(PostDetailSerializer))
-        meta = {"next_cursor": cursor_text(page.next), "per_page": per_page, "has_more": page.more}
+        # Nothing new: the cursor sent is the answer (the "same cursor": up to date, ask again
+        # later). Its age is its last change's, so a client idle past CHANGES_RETENTION starts over.
+        next_cursor = raw if raw and not page.items else cursor_text(page.next)
+        meta = {"next_cursor": next_cursor, "per_page": per_page, "has_more": page.more}
         return Response({"data": _change_items(page.items), "meta": meta})
