@@ -314,7 +314,7 @@ REST_FRAMEWORK = {
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.api.rendering.ContentNegotiation",
     "DEFAULT_PARSER_CLASSES": ["apps.api.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.PagePagination",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "apps.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "apps.api.errors.exception_handler",
     # Reverse proxies in front of gunicorn; the client address is the X-Forwarded-For entry this many
     # hops from the right (0: REMOTE_ADDR, since the header can be forged).
@@ -377,6 +377,9 @@ API_CACHE_SECONDS = _non_negative_int("API_CACHE_SECONDS", 3600)
 # for changes made outside the service (psql) or while Redis was unreachable; 0 reads them from the
 # database on every request.
 API_LOOKUP_CACHE_SECONDS = _non_negative_int("API_LOOKUP_CACHE_SECONDS", 300)
+# The answer to a write sent with an Idempotency-Key is given again to the same request for this long
+# (apps/api/idempotency.py); past it the key is free, and the request runs again.
+IDEMPOTENCY_KEY_TTL = _duration("IDEMPOTENCY_KEY_TTL", "PT24H")
 
 # --- Rate limits: requests per account per clock hour, by plan; empty means unlimited ---
 RATE_LIMITS = {
@@ -723,6 +726,7 @@ CELERY_BEAT_SCHEDULE = {
     "webhooks.prune_history": {"task": "webhooks.prune_history", "schedule": 3600.0},
     "publishing.sweep": {"task": "publishing.sweep", "schedule": float(PUBLISH_SWEEP_INTERVAL)},
     "accounts.prune_sso_tokens": {"task": "accounts.prune_sso_tokens", "schedule": 3600.0},
+    "users.sweep_idempotency_records": {"task": "users.sweep_idempotency_records", "schedule": 3600.0},
     "publishing.linkedin_expiry": {"task": "publishing.linkedin_expiry", "schedule": 86400.0},
 }
 # Where beat keeps the last run of each entry (a shelve file: a suffix such as `.db` may be added).

@@ -1,5 +1,7 @@
-"""OpenAPI pieces shared by every endpoint: the Bearer scheme and the error envelope."""
+"""OpenAPI pieces shared by every endpoint: the Bearer scheme, the error envelope, what the HTTP layer
+adds to every operation, and what `@idempotent` adds to the writes it decorates."""
 
+from drf_spectacular import openapi
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.utils import (
     OpenApiCallback,
@@ -11,6 +13,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers
 
+from apps.api import idempotency
 from apps.core import json_input
 from apps.users.serializers import UserEventSerializer
 
@@ -267,7 +270,7 @@ def add_http_layer(result, generator, request, public):
     the 406/429 (and, with a body, 400/411/413/415 and the JSON input rules) errors, conditional GET,
     and empty query values, on every operation."""
     components = result.setdefault("components", {})
-    components.setdefault("headers", {}).update({**SHARED_HEADERS, **EXTRA_HEADERS})
+    components.setdefault("headers", {}).update({**SHARED_HEADERS, **EXTRA_HEADERS, **IDEMPOTENCY_HEADERS})
     for methods in result.get("paths", {}).values():
         for method, operation in methods.items():
             responses = operation.setdefault("responses", {})
@@ -311,3 +314,89 @@ def _add_response_headers(method: str, responses: dict) -> None:
             headers.update(_header_refs("Retry-After"))
         if method == "get" and (status.startswith("2") or status == "304"):
             headers.update(_header_refs("ETag"))
+
+
+# --- Idempotency-Key on the writes `@idempotent` decorates (apps/api/idempotency.py) ---
+
+ERROR_REF = {"$ref": "#/components/schemas/Error"}
+IDEMPOTENCY_KEY = {
+    "name": idempotency.HEADER,
+    "in": "header",
+    "required": False,
+    "description": (
+        "Makes a retry safe: the answer to the first request with this key (2xx, or a 4xx of the request's own "
+        "checks, other than 401, 403 and 429) is kept for the API key, method and path for `IDEMPOTENCY_KEY_TTL` "
+        "(24 hours by default), and the same request again gets it, with `Idempotent-Replayed: true`, instead of "
+        f"running again. {idempotency.KEY_RULE[0].upper()}{idempotency.KEY_RULE[1:]} The body is compared as parsed "
+        "JSON."
+    ),
+    "schema": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": idempotency.KEY_MAX_LENGTH,
+        "pattern": idempotency.KEY_PATTERN,
+    },
+}
+IDEMPOTENCY_HEADERS = {
+    idempotency.REPLAYED_HEADER: {
+        "description": "`true` on an answer given again to a request with the `Idempotency-Key` of an earlier one.",
+        "schema": {"type": "string", "enum": ["true"]},
+    },
+}
+IN_PROGRESS_RETRY_AFTER = {
+    "description": "Seconds to wait before sending the request again.",
+    "schema": {"type": "integer", "minimum": 1},
+}
+IDEMPOTENCY_ERRORS = {
+    "400": (f"The `{idempotency.HEADER}` header is not {idempotency.KEY_RULE}", "VALIDATION_ERROR"),
+    "409": (
+        f"A request with this `{idempotency.HEADER}` is still running: send it again after `Retry-After` seconds.",
+        "idempotency_request_in_progress",
+    ),
+    "422": (
+        f"This `{idempotency.HEADER}` was sent before with a different body: a key names one request.",
+        "idempotency_key_reused",
+    ),
+}
+
+
+class AutoSchema(openapi.AutoSchema):
+    """drf-spectacular's, plus the `Idempotency-Key` of every operation whose handler is `@idempotent`."""
+
+    def get_operation(self, path, path_regex, path_prefix, method, registry):
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        handler = getattr(self.view, method.lower(), None)
+        if operation is not None and idempotency.is_idempotent(handler):
+            add_idempotency(operation)
+        return operation
+
+
+def add_idempotency(operation: dict) -> None:
+    operation.setdefault("parameters", []).append(dict(IDEMPOTENCY_KEY))
+    responses = operation.setdefault("responses", {})
+    for status, (description, code) in IDEMPOTENCY_ERRORS.items():
+        _add_error(responses, status, description, code)
+    responses["409"].setdefault("headers", {})["Retry-After"] = IN_PROGRESS_RETRY_AFTER
+    for status, response in responses.items():
+        # What a replay can answer: the operation's own answers (the HTTP layer's 406, 411, 413 and 415,
+        # added later, come before the handler, and 401, 403 and 429 are never kept).
+        if status.startswith(("2", "4")) and int(status) not in idempotency.NOT_KEPT:
+            response.setdefault("headers", {}).update(_header_refs(idempotency.REPLAYED_HEADER))
+
+
+def _add_error(responses: dict, status: str, description: str, code: str) -> None:
+    example = {"value": {"error": {"code": code, "message": "..."}}}
+    response = responses.get(status)
+    if response is None:
+        responses[status] = {
+            "description": f"{description} Codes: `{code}`.",
+            "content": {"application/json": {"schema": dict(ERROR_REF), "examples": {code: example}}},
+        }
+        return
+    response["description"] = f"{response.get('description', '')} Or `{code}`: {description}".strip()
+    media = response.setdefault("content", {}).setdefault("application/json", {})
+    schema = media.get("schema")
+    if schema != ERROR_REF:
+        # An envelope whose `details` the operation's own errors always carry: the idempotency error has none.
+        media["schema"] = {"anyOf": [schema, dict(ERROR_REF)]} if schema else dict(ERROR_REF)
+    media.setdefault("examples", {})[code] = example

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
+from apps.api.idempotency import idempotent
 from apps.api.pagination import PagePagination
 from apps.api.permissions import HasRequiredScope, IsAccountAdmin, require_account_admin
 from apps.api.request_fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSerializer
@@ -198,6 +199,7 @@ class ProfileView(APIView):
         responses={200: ProfileSerializer, **common_errors(scope=False, bad_request=True)},
         tags=["users"],
     )
+    @idempotent
     def put(self, request):
         body = ProfileUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -250,6 +252,7 @@ class UsersView(generics.ListAPIView):
         },
         tags=["users"],
     )
+    @idempotent
     def post(self, request):
         body = UserCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -296,6 +299,7 @@ class UserDetailView(APIView):
         },
         tags=["users"],
     )
+    @idempotent
     def put(self, request, user_id):
         user = account_user(request, user_id)
         body = UserUpdateSerializer(data=request.data)
@@ -316,6 +320,7 @@ class UserDetailView(APIView):
         },
         tags=["users"],
     )
+    @idempotent
     def delete(self, request, user_id):
         user_delete(user=account_user(request, user_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
+from apps.api.idempotency import idempotent
 from apps.api.permissions import require_account_admin
 from apps.api.request_fields import StrictCharField, StrictEmailField, StrictSerializer
 from apps.api.schema import common_errors, error, user_events
@@ -133,6 +134,7 @@ class SsoTokensView(APIView):
         },
         tags=["sso"],
     )
+    @idempotent
     def post(self, request):
         body = SsoTokenCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)

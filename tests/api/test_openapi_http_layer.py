@@ -62,3 +62,75 @@ def test_the_headers_the_schema_requires_are_sent_in_its_format(schema, client_f
         assert required <= set(response.headers), plan
         assert limit_format.match(response["X-RateLimit-Limit"]), plan
         assert response["X-API-Version"] in declared["X-API-Version"]["schema"]["enum"]
+
+
+# Every write under /v1 takes an Idempotency-Key (apps/api/idempotency.py); the lead's post endpoints add theirs.
+IDEMPOTENT_WRITES = {
+    "POST /v1/users",
+    "PUT /v1/users/{user_id}",
+    "DELETE /v1/users/{user_id}",
+    "PUT /v1/users/profile",
+    "POST /v1/sso_tokens",
+    "POST /v1/channels/{channel_id}/subscribers",
+    "DELETE /v1/channels/{channel_id}/subscribers/{subscriber_id}",
+}
+NOT_YET_IDEMPOTENT = {
+    "PATCH /v1/channels/{channel_id}/posts/{id}/publish",
+    "PATCH /v1/channels/{channel_id}/posts/{id}/unpublish",
+}
+
+
+def idempotency_key(operation) -> dict | None:
+    found = [p for p in operation.get("parameters", []) if p["in"] == "header" and p["name"] == "Idempotency-Key"]
+    return found[0] if found else None
+
+
+def test_every_write_declares_the_idempotency_key_and_only_writes_do(schema):
+    writes = {name for name, method, _ in operations(schema) if method in {"post", "put", "patch", "delete"}}
+    declaring = {name for name, _, operation in operations(schema) if idempotency_key(operation)}
+    assert writes >= IDEMPOTENT_WRITES
+    assert declaring == writes - NOT_YET_IDEMPOTENT
+
+
+def test_an_idempotent_write_declares_its_header_rule_replays_and_errors(schema):
+    declared = schema["components"]["headers"]
+    assert declared["Idempotent-Replayed"]["schema"] == {"type": "string", "enum": ["true"]}
+    for name, _, operation in operations(schema):
+        parameter = idempotency_key(operation)
+        if parameter is None:
+            continue
+        assert parameter["required"] is False, name
+        assert parameter["schema"] == {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255,
+            "pattern": parameter["schema"]["pattern"],
+        }
+        responses = operation["responses"]
+        examples = {
+            status: set(responses[status]["content"]["application/json"]["examples"])
+            for status in ("400", "409", "422")
+        }
+        assert "idempotency_request_in_progress" in examples["409"], name
+        assert "idempotency_key_reused" in examples["422"], name
+        assert "VALIDATION_ERROR" in examples["400"], name
+        assert "Retry-After" in responses["409"]["headers"], name
+        for status, response in responses.items():
+            replayable = status.startswith(("2", "4")) and status not in {
+                "401",
+                "403",
+                "406",
+                "411",
+                "413",
+                "415",
+                "429",
+            }
+            assert ("Idempotent-Replayed" in response["headers"]) == replayable, (name, status)
+
+
+def test_the_key_pattern_the_schema_states_is_the_one_the_server_checks(schema, admin_key, client_for):
+    pattern = re.compile(idempotency_key(schema["paths"]["/v1/users"]["post"])["schema"]["pattern"])
+    client = client_for(admin_key)
+    for key in ("a", "uuid-like 1234", "~!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}", " lead", "trail ", "caf\u00e9", "a\tb"):
+        response = client.put("/v1/users/profile", {"name": "N"}, format="json", HTTP_IDEMPOTENCY_KEY=key)
+        assert (response.status_code == 200) == bool(pattern.match(key)), key

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
+from apps.api.idempotency import idempotent
 from apps.api.pagination import CursorPagePagination
 from apps.api.permissions import require_account_admin
 from apps.api.request_fields import (
@@ -158,6 +159,7 @@ class SubscriberListView(APIView):
         ],
         tags=["subscribers"],
     )
+    @idempotent
     def post(self, request, channel_id: int):
         body = SubscriberCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -201,6 +203,7 @@ class SubscriberDetailView(APIView):
         responses={204: OpenApiResponse(description="Erased."), **common_errors(not_found=True)},
         tags=["subscribers"],
     )
+    @idempotent
     def delete(self, request, channel_id: int, subscriber_id: int):
         channel = newsletter_get(account_id=request.auth.account_id, channel_id=channel_id)
         subscriber_delete(subscriber=subscriber_get(channel=channel, subscriber_id=subscriber_id))

@@ -1,5 +1,6 @@
-"""The users app's models: people (`people.py`) and the keys and SSO tokens that sign in as them
-(`credentials.py`, registered with the accounts app; its docstring says why)."""
+"""The users app's models: people (`people.py`), the keys and SSO tokens that sign in as them
+(`credentials.py`, registered with the accounts app; its docstring says why), and the answers kept
+for the keys' retried writes (`idempotency.py`)."""
 
 from apps.users.models.credentials import (
     KEY_PREFIX,
@@ -10,6 +11,7 @@ from apps.users.models.credentials import (
     hash_secret,
     split_api_key,
 )
+from apps.users.models.idempotency import IdempotencyRecord
 from apps.users.models.people import (
     AREA_ROLES,
     LANGUAGE_TAG,
@@ -51,6 +53,7 @@ __all__ = [
     "SSO_TOKEN_PREFIX",
     "USER_ID_MAX_DIGITS",
     "ApiKey",
+    "IdempotencyRecord",
     "LoginMethod",
     "Permission",
     "Role",
