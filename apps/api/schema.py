@@ -393,7 +393,8 @@ def _add_error(responses: dict, status: str, description: str, code: str) -> Non
             "content": {"application/json": {"schema": dict(ERROR_REF), "examples": {code: example}}},
         }
         return
-    response["description"] = f"{response.get('description', '')} Or `{code}`: {description}".strip()
+    also = f"Also `{code}`: {description[0].lower()}{description[1:]}"
+    response["description"] = f"{response.get('description', '')} {also}".strip()
     media = response.setdefault("content", {}).setdefault("application/json", {})
     schema = media.get("schema")
     if schema != ERROR_REF:
