@@ -92,7 +92,7 @@ def checked(raw: str) -> str:
         rule = "blank"
     elif len(raw) > KEY_MAX_LENGTH:
         rule = "max_length"
-    elif not _key_format.match(raw):
+    elif not _key_format.fullmatch(raw):
         rule = "invalid"
     else:
         return raw

@@ -287,7 +287,14 @@ def test_the_newsletter_and_sso_writes_are_idempotent_too(admin, admin_key):
 
 @pytest.mark.parametrize(
     ("key", "rule"),
-    [("", "blank"), ("k" * 256, "max_length"), ("caf\u00e9", "invalid"), ("tab\there", "invalid"), (" x", "invalid")],
+    [
+        ("", "blank"),
+        ("k" * 256, "max_length"),
+        ("caf\u00e9", "invalid"),
+        ("tab\there", "invalid"),
+        (" x", "invalid"),
+        ("x\n", "invalid"),
+    ],
 )
 def test_a_key_that_is_empty_too_long_or_not_printable_ascii_is_a_400(admin, key, rule):
     response = create_user(admin, key=key)
