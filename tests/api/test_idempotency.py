@@ -234,6 +234,16 @@ def test_a_5xx_keeps_nothing_and_rolls_the_handlers_effects_back(admin, monkeypa
     assert create_user(admin).status_code == 201
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_write_that_deletes_the_key_that_sent_it_is_done(admin, admin_key):
+    """Committed for real: the database checks foreign keys at the commit."""
+    UserFactory(account=admin_key.account, role=Role.ADMIN)
+    response = admin.delete(f"/v1/users/{admin_key.user_id}", HTTP_IDEMPOTENCY_KEY="leaving")
+
+    assert response.status_code == 204
+    assert not User.objects.filter(pk=admin_key.user_id).exists()
+
+
 # --- where a key applies ----------------------------------------------------------------------------
 
 

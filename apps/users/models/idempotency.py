@@ -12,7 +12,13 @@ class IdempotencyRecord(models.Model):
     A record is one (API key, method, path, key): `scope_digest` is their SHA-256, unique per key,
     so that a long path or key never outgrows an index entry."""
 
-    api_key = models.ForeignKey("accounts.ApiKey", on_delete=models.CASCADE, related_name="idempotency_records")
+    # Deleted with its key by Django's cascade, but with no constraint in the database: a write may delete
+    # the key that sent it (an admin deleting themselves), and its answer is still stored in that
+    # transaction, which a constraint would then fail at commit. Such a record answers no one (the key is
+    # gone; ids are never reused) and goes at the next sweep after it expires.
+    api_key = models.ForeignKey(
+        "accounts.ApiKey", on_delete=models.CASCADE, db_constraint=False, related_name="idempotency_records"
+    )
     method = models.CharField(max_length=10)
     path = models.TextField()
     key = models.CharField(max_length=255)
