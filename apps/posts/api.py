@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
 from apps.api import representations
+from apps.api.idempotency import idempotent
 from apps.api.pagination import CursorPagePagination
 from apps.api.request_fields import QueryFilterSerializer, StrictCharField, StrictSerializer
 from apps.api.schema import common_errors, error
@@ -239,6 +240,7 @@ class PostPublishView(APIView):
         ],
         tags=["publishing"],
     )
+    @idempotent
     def patch(self, request, channel_id: int, id: int):
         body = PublishBodySerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -263,6 +265,7 @@ class PostUnpublishView(APIView):
         responses={200: PostWorkflowResponseSerializer, **common_errors(not_found=True), 422: WORKFLOW_RULE_BROKEN},
         tags=["publishing"],
     )
+    @idempotent
     def patch(self, request, channel_id: int, id: int):
         post = post_unpublish(post_id=id, channel_id=channel_id, account=request.auth.account)
         prefetch_related_objects([post], "tags", "media")

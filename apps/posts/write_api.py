@@ -6,6 +6,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from apps.api.idempotency import idempotent
 from apps.api.permissions import require_permission
 from apps.api.preconditions import etag_of, precondition
 from apps.api.request_fields import StrictCharField, StrictSerializer
@@ -246,6 +247,7 @@ class PostCreate(_PostWrites):
         ],
         tags=["posts"],
     )
+    @idempotent
     def post(self, request, channel_id: int):
         require_permission(request.user, Permission.ARTICLES_WRITE)
         fields = _post_body(request, PostBodySerializer)
@@ -290,6 +292,7 @@ class PostEdit(_PostWrites):
         examples=[OpenApiExample("Fix a typo", value={"post": {"title": "Hello, world"}}, request_only=True)],
         tags=["posts"],
     )
+    @idempotent
     def patch(self, request, channel_id: int, id: int):
         require_permission(request.user, Permission.ARTICLES_WRITE)
         fields = _post_body(request, PostChangesBodySerializer)
@@ -323,6 +326,7 @@ class PostEdit(_PostWrites):
         },
         tags=["posts"],
     )
+    @idempotent
     def delete(self, request, channel_id: int, id: int):
         require_permission(request.user, Permission.ARTICLES_DELETE)
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id)

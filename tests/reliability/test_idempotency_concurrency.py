@@ -7,9 +7,12 @@ import time
 import pytest
 import requests
 
+from apps.posts import writing
+from apps.posts.models import Post
 from apps.users import api as users_api
 from apps.users.models import IdempotencyRecord, User
 from tests.conftest import requires_postgres, run_together
+from tests.factories import ChannelFactory
 
 pytestmark = [pytest.mark.reliability, requires_postgres, pytest.mark.django_db(transaction=True)]
 
@@ -89,3 +92,25 @@ def test_a_request_whose_key_is_in_use_by_a_running_one_gets_409_and_later_its_a
     again = requests.post(url, json=NEW_USER, headers=headers(admin_key, "held"), timeout=30)
     assert (again.status_code, again.headers["Idempotent-Replayed"], again.content) == (201, "true", answer.content)
     assert User.objects.filter(email=NEW_USER["email"]).count() == 1
+
+
+def test_ten_simultaneous_post_creates_with_one_key_make_one_post_and_one_event(admin_key, emitted, live_server):
+    channel = ChannelFactory(account=admin_key.account)
+    url = f"{live_server.url}/v1/channels/{channel.pk}/posts"
+    body = {"post": {"title": "Once only", "publication_status": "published"}}
+    create = writing.post_create
+    with pytest.MonkeyPatch.context() as patch:
+        # The first one runs long enough for the others to arrive while it does.
+        patch.setattr(writing, "post_create", lambda **kwargs: (time.sleep(0.3), create(**kwargs))[1])
+        responses = run_together(
+            [lambda: requests.post(url, json=body, headers=headers(admin_key, "one-post"), timeout=30)] * CALLS
+        )
+
+    assert Post.objects.filter(channel=channel).count() == 1
+    assert len(emitted("post.published")) == 1
+    ran = [r for r in responses if r.status_code == 201 and "Idempotent-Replayed" not in r.headers]
+    replayed = [r for r in responses if r.status_code == 201 and r.headers.get("Idempotent-Replayed") == "true"]
+    assert len(ran) == 1
+    assert len(replayed) + sum(r.status_code == 409 for r in responses) == CALLS - 1
+    assert all((r.content, r.headers["Location"], r.headers["ETag"]) == (
+        ran[0].content, ran[0].headers["Location"], ran[0].headers["ETag"]) for r in replayed)  # fmt: skip
