@@ -2,6 +2,7 @@
 and its ETag. The views of apps/posts/api.py take them in (a URL has one view for all its methods)."""
 
 from django.core.validators import validate_slug
+from django.utils.cache import set_response_etag
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -160,8 +161,10 @@ class _PostWrites:
         )
 
     def _answer(self, request, channel_id: int, post_id: int, **options) -> Response:
-        data = self.detail(request, channel_id, post_id)
-        return Response(data, headers={"ETag": etag_of(request, self, data)}, **options)
+        response = Response(self.detail(request, channel_id, post_id), **options)
+        # The tag of the bytes sent, as GET's: set once they are rendered (rendered once).
+        response.add_post_render_callback(set_response_etag)
+        return response
 
 
 PERMISSION_DENIED = error(
