@@ -126,13 +126,6 @@ UNAUTHORIZED = error("Missing, malformed, unknown, expired or revoked API key.",
 FORBIDDEN_SCOPE = error("The key lacks the endpoint's scope; the message names it.", "insufficient_scope")
 NOT_FOUND = error("No such resource in the key's account.", "not_found")
 BAD_REQUEST = error("Invalid query or body; `details` names the field and rule.", "VALIDATION_ERROR")
-PRECONDITION_FAILED = error(
-    "The resource changed since the client read it (If-Match or If-Unmodified-Since); nothing was changed. "
-    "`details` has the current `ETag` and `updated_at`: read the resource again and retry.",
-    "precondition_failed",
-    envelope=error_with_details("PreconditionFailedError", PreconditionDetailSerializer()),
-    example_details={"current_etag": '"3e5d1f0c2b7a9e4d6c8b0a1f2e3d4c5b"', "updated_at": "2026-01-31T12:00:00Z"},
-)
 RATE_LIMITED_DESCRIPTION = (
     "Rate limit exceeded: the account's hourly budget, or, for a request that fails authentication, its "
     "address's hourly budget of failed authentications (a request with a valid key is never refused for "

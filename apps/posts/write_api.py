@@ -11,7 +11,7 @@ from apps.api.idempotency import idempotent
 from apps.api.permissions import require_permission
 from apps.api.preconditions import etag_of, precondition
 from apps.api.request_fields import StrictCharField, StrictSerializer
-from apps.api.schema import PRECONDITION_FAILED, common_errors, error
+from apps.api.schema import PreconditionDetailSerializer, common_errors, error, error_with_details
 from apps.channels.selectors import channel_get
 from apps.core.errors import NotFound
 from apps.posts.models import (
@@ -167,6 +167,13 @@ class _PostWrites:
         return response
 
 
+PRECONDITION_FAILED = error(
+    "The resource changed since the client read it (If-Match or If-Unmodified-Since); nothing was changed. "
+    "`details` has the current `ETag` and `updated_at`: read the resource again and retry.",
+    "precondition_failed",
+    envelope=error_with_details("PreconditionFailedError", PreconditionDetailSerializer()),
+    example_details={"current_etag": '"3e5d1f0c2b7a9e4d6c8b0a1f2e3d4c5b"', "updated_at": "2026-01-31T12:00:00Z"},
+)
 PERMISSION_DENIED = error(
     "The key lacks the endpoint's scope, or its owner lacks the permission the change needs (`articles.write`, "
     "`articles.publish`, `articles.delete`); the message names it.",
