@@ -59,15 +59,17 @@ def precondition(
         return None
 
     def check(resource) -> None:
-        current = etag(resource)
         changed = updated_at(resource)
-        # HTTP dates have whole seconds: a change within the second the client names is not after it.
+        # The tag costs a read and a rendering of the representation: If-Unmodified-Since needs it
+        # only for the 412's details. HTTP dates have whole seconds: a change within the second the
+        # client names is not after it.
+        current = etag(resource) if if_match is not None else None
         fresh = _matches(if_match, current) if if_match is not None else int(changed.timestamp()) <= since
         if not fresh:
             raise PreconditionFailed(
                 STALE,
                 details={
-                    "current_etag": current,
+                    "current_etag": current or etag(resource),
                     "updated_at": UtcDateTimeField().to_representation(changed),
                 },
             )

@@ -300,6 +300,7 @@ def test_if_unmodified_since_refuses_a_post_changed_after_the_date(authed, chann
         post_url(post), {"post": {"title": "A"}}, format="json", HTTP_IF_UNMODIFIED_SINCE=http_date(before.timestamp())
     )
     assert refused.status_code == 412
+    assert refused.json()["error"]["details"]["current_etag"] == authed.get(post_url(post))["ETag"]
     since = http_date(post.updated_at.timestamp() + 1)
     accepted = authed.patch(post_url(post), {"post": {"title": "B"}}, format="json", HTTP_IF_UNMODIFIED_SINCE=since)
     assert accepted.status_code == 200
