@@ -59,8 +59,11 @@ def seed_api() -> dict:
     tags = [Tag.objects.create(account=account, name=name).pk for name in ("django", "news", "python")]
     insert_posts([channel.pk], LIST_POSTS, status="published", scheduled=False, tags=tags)
     post = Post.objects.filter(channel=channel).order_by("id")[10]
-    sql("insert into posts_media (kind, url, alt_text, width, height, position, created_at, post_id) "
-        "values ('video', 'https://cdn.example.com/v.mp4', '', null, null, 1, now(), %s)", [post.pk])  # fmt: skip
+    sql(
+        "insert into posts_media (kind, url, alt_text, width, height, position, created_at, post_id) "
+        "values ('video', 'https://cdn.example.com/v.mp4', '', null, null, 1, now(), %s)",
+        [post.pk],
+    )
     # For trying things by hand against the bench database after a run.
     (WORK / "seed.json").write_text(json.dumps({"key": key, "channel": channel.pk, "post": post.pk}))
     return {"key": key, "channel": channel.pk, "post": post.pk}
@@ -209,9 +212,12 @@ def concurrent_misses(seed: dict, endpoints, n: int = CONNECTIONS) -> list[dict]
             bodies = {body for _, body in answers}
             ok = all(status == 200 for status, _ in answers) and len(bodies) == 1 and title.encode() in bodies.pop()
             figures[url] = {
-                "scans": scans, "per_miss": per_miss[url], "ended": ended, "answers_ok": ok,
+                "scans": scans,
+                "per_miss": per_miss[url],
+                "ended": ended,
+                "answers_ok": ok,
                 "computed": scans / per_miss[url] if per_miss[url] else math.nan,
-            }  # fmt: skip
+            }
         results.append({"endpoint": label, "requests": n, **figures[path], "floor": figures[floor_path]})
         print(
             f"  {n} concurrent misses of {label}: computed {figures[path]['computed']:.1f} times "
@@ -263,9 +269,18 @@ def bench_api(
     if swept:
         print(f"  {sweep_verdict(swept, default)[1]}", flush=True)
     print("  profile: CPU per request in-process", flush=True)
-    return {"rows": rows, "mixed": mixed, "sweep": swept, "default": default, "misses": misses,
-            "worker_boots": boots, "duration": duration, "slices": slices, "load": (load_before, load_after),
-            "cpu": api_profile.cpu_per_request(seed, endpoints)}  # fmt: skip
+    return {
+        "rows": rows,
+        "mixed": mixed,
+        "sweep": swept,
+        "default": default,
+        "misses": misses,
+        "worker_boots": boots,
+        "duration": duration,
+        "slices": slices,
+        "load": (load_before, load_after),
+        "cpu": api_profile.cpu_per_request(seed, endpoints),
+    }
 
 
 def _swept(endpoints) -> list:

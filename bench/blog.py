@@ -159,9 +159,14 @@ def _seed(sizes: tuple[int, int]) -> tuple[dict, float]:
     channels = {}
     for which, size in zip(("small", "large"), sizes, strict=True):
         channel = Channel.objects.create(
-            account=account, team=team, title=f"Engineering Notes ({which})", platform="blog", handle=f"bench-{which}",
-            description="What the engineering team ships, and why.", time_zone="Europe/Berlin",
-        )  # fmt: skip
+            account=account,
+            team=team,
+            title=f"Engineering Notes ({which})",
+            platform="blog",
+            handle=f"bench-{which}",
+            description="What the engineering team ships, and why.",
+            time_zone="Europe/Berlin",
+        )
         _fill(channel, size, tags)
         _tag_spread(channel, rare)
         channels[which] = {"id": channel.pk, "handle": channel.handle, "size": size}
@@ -191,15 +196,19 @@ def _fill(channel, size: int, tags: list) -> None:
             posts = Post.objects.bulk_create(
                 [
                     Post(
-                        channel=channel, title=f"Release notes, part {n}: what changed and why", slug=f"release-{n}",
-                        body=_body(n), teaser=f"The changes of release {n}, and how to upgrade.",
-                        publication_status=PublicationStatus.DRAFT if n % DRAFT_EVERY == 0
+                        channel=channel,
+                        title=f"Release notes, part {n}: what changed and why",
+                        slug=f"release-{n}",
+                        body=_body(n),
+                        teaser=f"The changes of release {n}, and how to upgrade.",
+                        publication_status=PublicationStatus.DRAFT
+                        if n % DRAFT_EVERY == 0
                         else PublicationStatus.PUBLISHED,
                         published_at=None if n % DRAFT_EVERY == 0 else newest - timedelta(minutes=size - n),
                     )
                     for n in numbers
                 ]
-            )  # fmt: skip
+            )
             Link.objects.bulk_create(
                 [
                     Link(post_id=post.pk, tag_id=tags[(n + shift) % len(tags)].pk)
@@ -209,11 +218,17 @@ def _fill(channel, size: int, tags: list) -> None:
             )
             Media.objects.bulk_create(
                 [
-                    Media(post=post, kind="image", url=f"https://cdn.example.com/images/{n}/cover.jpg",
-                          alt_text=f"The cover of release {n}", width=1200, height=630)
+                    Media(
+                        post=post,
+                        kind="image",
+                        url=f"https://cdn.example.com/images/{n}/cover.jpg",
+                        alt_text=f"The cover of release {n}",
+                        width=1200,
+                        height=630,
+                    )
                     for n, post in zip(numbers, posts, strict=True)
                 ]
-            )  # fmt: skip
+            )
 
 
 def _tag_spread(channel, tag) -> None:

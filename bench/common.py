@@ -90,9 +90,13 @@ class Process:
         self.log_path = WORK / f"{name}.log"
         self.log = self.log_path.open("w")
         self.popen = subprocess.Popen(
-            args, cwd=ROOT, env=child_env(env), stdout=self.log, stderr=subprocess.STDOUT,
+            args,
+            cwd=ROOT,
+            env=child_env(env),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
         Process.running.append(self)
 
     def log_text(self) -> str:
@@ -144,10 +148,23 @@ def worker(name: str, env: dict | None = None) -> Process:
     """The Procfile's worker (`celery -A config worker`) on the bench's queue; not yet waited for."""
     return Process(
         name,
-        [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO", "--concurrency", WORKER_CONCURRENCY,
-         "-Q", QUEUE, "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        [
+            str(BIN / "celery"),
+            "-A",
+            "config",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            WORKER_CONCURRENCY,
+            "-Q",
+            QUEUE,
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
         env,
-    )  # fmt: skip
+    )
 
 
 def receiver(name: str, port: int, secret: str, *options: str) -> Process:
@@ -279,9 +296,12 @@ def make_reader(name: str, email: str, *, writes: bool = False):
 
     account = make_account(name)
     user = User.objects.create(
-        account=account, email=email, name="Bench Reader", role=Role.EDITOR,
+        account=account,
+        email=email,
+        name="Bench Reader",
+        role=Role.EDITOR,
         permissions=default_permissions_for(Role.EDITOR),
-    )  # fmt: skip
+    )
     scopes = [Scope.READ_CHANNELS, Scope.READ_POSTS, *([Scope.WRITE_POSTS] if writes else [])]
     _, key = api_key_create(
         account=account, user=user, name="bench", scopes=scopes, expires_at=datetime.now(UTC) + timedelta(days=30)

@@ -116,9 +116,13 @@ class EmbeddedDefault:
 
     def manage(self, *args: str) -> str:
         result = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True,
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
             timeout=120,
-        )  # fmt: skip
+        )
         if result.returncode != 0:
             raise RuntimeError(f"manage.py {args[0]} failed:\n{result.stderr[-3000:]}")
         return result.stdout
@@ -245,9 +249,13 @@ class Outcome:
     @property
     def errors(self) -> int:
         return (
-            len(self.saves.failures) + len(self.lost_edits) + len(self.undelivered) + len(self.locked)
-            + len(self.sent_twice) + sum(self.unrecorded.values())
-        )  # fmt: skip
+            len(self.saves.failures)
+            + len(self.lost_edits)
+            + len(self.undelivered)
+            + len(self.locked)
+            + len(self.sent_twice)
+            + sum(self.unrecorded.values())
+        )
 
 
 def run(

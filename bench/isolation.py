@@ -189,8 +189,11 @@ def emit_stream(account, payload: tuple[dict, int], events: int, rate: float) ->
 
 def _wait_arrived(name: str, url: str, expected: int, log_path) -> None:
     if not wait_arrived(url, expected, ARRIVAL_TIMEOUT, poll=0.2):
-        print(f"  {name}: timed out: healthy deliveries not all arrived {ARRIVAL_TIMEOUT} s after the "
-              f"load; see {log_path}", flush=True)  # fmt: skip
+        print(
+            f"  {name}: timed out: healthy deliveries not all arrived {ARRIVAL_TIMEOUT} s after the "
+            f"load; see {log_path}",
+            flush=True,
+        )
 
 
 def wait_arrived(url: str, expected: int, timeout: float, *, poll: float) -> bool:

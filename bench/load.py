@@ -119,10 +119,23 @@ def wrk(
     script = script or ("bench/wrk_mixed.lua" if env else "bench/wrk_report.lua")
     auth = ["-H", f"Authorization: Bearer {key}"] if key else []
     result = subprocess.run(
-        [wrk_bin, f"-t{WRK_THREADS}", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", script,
-         *auth, f"http://127.0.0.1:{WEB_PORT}{path}"],
-        cwd=ROOT, capture_output=True, text=True, check=True, env={**os.environ, **(env or {})},
-    )  # fmt: skip
+        [
+            wrk_bin,
+            f"-t{WRK_THREADS}",
+            f"-c{CONNECTIONS}",
+            f"-d{seconds}s",
+            "--latency",
+            "-s",
+            script,
+            *auth,
+            f"http://127.0.0.1:{WEB_PORT}{path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+    )
     with (WORK / "wrk.log").open("a") as log:
         log.write(f"$ wrk {path} {env or ''}\n{result.stdout}\n")
     return result.stdout
@@ -152,8 +165,20 @@ def start_web(
         env |= {"BIND": f"127.0.0.1:{WEB_PORT}", "WEB_CONCURRENCY": workers, "WEB_THREADS": threads}
     else:
         worker_class = server.removeprefix("gunicorn-")
-        args = [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{WEB_PORT}", "--workers", workers, "--threads", threads,
-                "--worker-class", worker_class, "--preload", "--no-control-socket", "config.wsgi"]  # fmt: skip
+        args = [
+            str(BIN / "gunicorn"),
+            "--bind",
+            f"127.0.0.1:{WEB_PORT}",
+            "--workers",
+            workers,
+            "--threads",
+            threads,
+            "--worker-class",
+            worker_class,
+            "--preload",
+            "--no-control-socket",
+            "config.wsgi",
+        ]
     web = Process(f"{server}-{workers}x{threads}{''.join(f'-{v}' for v in (settings or {}).values())}", args, env)
     wait_http(f"http://127.0.0.1:{WEB_PORT}/healthz")
     return web
@@ -190,9 +215,12 @@ def measure(
                         cpu[role] += after[role] - before[role]
         api, floor = api.figures(), floor.figures()
         cpu_ms = {role: seconds * 1000 / api["requests"] for role, seconds in cpu.items()}
-        rows.append({"endpoint": label, "api": api, "floor": floor, "ratio": api["rps"] / floor["rps"],
-                     "cpu_ms": cpu_ms})  # fmt: skip
+        rows.append(
+            {"endpoint": label, "api": api, "floor": floor, "ratio": api["rps"] / floor["rps"], "cpu_ms": cpu_ms}
+        )
         kind = " mixed" if write_path else ""
-        print(f"  {web.name}{kind} {label}: {api['rps']:.0f} req/s (floor {floor['rps']:.0f}), p99 {api['p99']:.1f} ms",
-              flush=True)  # fmt: skip
+        print(
+            f"  {web.name}{kind} {label}: {api['rps']:.0f} req/s (floor {floor['rps']:.0f}), p99 {api['p99']:.1f} ms",
+            flush=True,
+        )
     return rows

@@ -74,8 +74,12 @@ def run_send(n: int) -> dict:
         body="## This week\n\n" + "A paragraph of the edition, with a [link](https://example.com/).\n\n" * 12
     )
     sink, sink_work = start_sink("send")
-    smtp = {"EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend", "EMAIL_HOST": "127.0.0.1",
-            "EMAIL_PORT": str(SINK_PORT), "NEWSLETTER_SEND_RATE": "0"}  # fmt: skip
+    smtp = {
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "EMAIL_HOST": "127.0.0.1",
+        "EMAIL_PORT": str(SINK_PORT),
+        "NEWSLETTER_SEND_RATE": "0",
+    }
     worker = start_worker("newsletter-worker", smtp)
     samples: list[tuple[float, int]] = []
     try:
@@ -141,12 +145,18 @@ def bench_newsletter(n: int = SUBSCRIBERS) -> dict:
     # Flat: the last quarter of the samples against the first quarter, past the worker's start-up.
     quarter = max(len(memory) // 4, 1)
     return {
-        "measured_at": datetime.now(UTC), "load_at_start": load, "load_at_end": os.getloadavg(),
-        "subscribers": n, "send_seconds": send["seconds"], "floor_seconds": floor,
-        "ratio": send["seconds"] / floor, "rss_first_mb": sum(memory[:quarter]) / quarter / 1024,
-        "rss_last_mb": sum(memory[-quarter:]) / quarter / 1024, "rss_max_mb": max(memory, default=0) / 1024,
+        "measured_at": datetime.now(UTC),
+        "load_at_start": load,
+        "load_at_end": os.getloadavg(),
+        "subscribers": n,
+        "send_seconds": send["seconds"],
+        "floor_seconds": floor,
+        "ratio": send["seconds"] / floor,
+        "rss_first_mb": sum(memory[:quarter]) / quarter / 1024,
+        "rss_last_mb": sum(memory[-quarter:]) / quarter / 1024,
+        "rss_max_mb": max(memory, default=0) / 1024,
         "seconds": time.monotonic() - started,
-    }  # fmt: skip
+    }
 
 
 def newsletter_section(result: dict) -> list[str]:

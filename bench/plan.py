@@ -153,8 +153,10 @@ def delete_posts(where: str, params: list) -> None:
 def delete_plan_posts(account: int, where: str, params: list) -> None:
     """The account's events and deliveries, and the posts `where` picks with all they have: what a
     content plan run leaves behind (its publish jobs aside: finish_jobs)."""
-    sql("delete from webhooks_delivery where event_id in (select id from webhooks_event where account_id = %s)",
-        [account])  # fmt: skip
+    sql(
+        "delete from webhooks_delivery where event_id in (select id from webhooks_event where account_id = %s)",
+        [account],
+    )
     sql("delete from webhooks_event where account_id = %s", [account])
     delete_posts(where, params)
     flush_redis()  # the run's messages for the broker: no worker reads them here
@@ -165,8 +167,11 @@ def finish_jobs(channels: list[int]) -> None:
     as every finished job is (nothing prunes them): deleted, the table's statistics would say it is
     empty while a run writes tens of thousands of jobs, and PostgreSQL would plan the content
     plan's "not handed over yet" (NOT EXISTS a job) as a scan of every job for every post."""
-    sql("update publishing_publicationjob set state = 'succeeded', finished_at = now(), updated_at = now() "
-        "where channel_id = any(%s) and state = 'queued'", [channels])  # fmt: skip
+    sql(
+        "update publishing_publicationjob set state = 'succeeded', finished_at = now(), updated_at = now() "
+        "where channel_id = any(%s) and state = 'queued'",
+        [channels],
+    )
 
 
 def reset_plan(seed: dict, n: int) -> None:

@@ -44,9 +44,11 @@ def enqueue_publish(post_ids: list[int]) -> float:
         # Registered before the pipeline's own hook (the broker hand-over), so it runs right at COMMIT.
         transaction.on_commit(lambda: committed.append(time.time()))
         jobs_enqueue(
-            items=[JobInput(channel_id=channel_id, post_id=pk, title=title, action=JobAction.PUBLISH)
-                   for pk, channel_id, title in posts]
-        )  # fmt: skip
+            items=[
+                JobInput(channel_id=channel_id, post_id=pk, title=title, action=JobAction.PUBLISH)
+                for pk, channel_id, title in posts
+            ]
+        )
     return committed[0]
 
 

@@ -62,8 +62,9 @@ def repack(path: Path) -> None:
     every object in Python, about 4 s), without bitmaps, as dulwich's leaves it."""
     git = shutil.which("git")
     if git:
-        subprocess.run([git, "-C", str(path), "-c", "repack.writeBitmaps=false", "repack", "-a", "-d", "-q"],
-                       check=True)  # fmt: skip
+        subprocess.run(
+            [git, "-C", str(path), "-c", "repack.writeBitmaps=false", "repack", "-a", "-d", "-q"], check=True
+        )
         return
     from dulwich.repo import Repo
 
@@ -151,8 +152,14 @@ def pipeline_commits(remote: Path) -> tuple[list[dict], bytes]:
             if len(changes) != 1 or changes[0].new is None:
                 raise RuntimeError(f"pipeline commit {entry.commit.id.decode()} is not one file added or changed")
             new = changes[0].new
-            commits.append({"path": new.path, "content": repo[new.sha].data, "message": entry.commit.message,
-                            "author": entry.commit.author})  # fmt: skip
+            commits.append(
+                {
+                    "path": new.path,
+                    "content": repo[new.sha].data,
+                    "message": entry.commit.message,
+                    "author": entry.commit.author,
+                }
+            )
         return commits, repo[head].tree
 
 

@@ -192,6 +192,9 @@ def run_webhooks() -> dict:
             "max": arrival_percentile(latencies, 100),
             "p99_per_round": [arrival_percentile(stream, 99) for stream in streams],
         }
-        print(f"  webhooks {name}: {result[name]['received']} of {len(latencies)} arrived, p50 "
-              f"{ms_text(result[name]['p50'])}, p99 {ms_text(result[name]['p99'])}", flush=True)  # fmt: skip
+        print(
+            f"  webhooks {name}: {result[name]['received']} of {len(latencies)} arrived, p50 "
+            f"{ms_text(result[name]['p50'])}, p99 {ms_text(result[name]['p99'])}",
+            flush=True,
+        )
     return result

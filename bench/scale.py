@@ -61,9 +61,17 @@ def bench_scale(sizes=SIZES) -> dict:
     client.get("/v1/me")  # records the key's last use, which is then not written again for a minute
     _grow(seed["reference"], 0, sizes[0])
     result = {
-        "sizes": sizes, "reads": {}, "reference": {}, "rounds": {}, "plan": {}, "plan_reference": {},
-        "grow_seconds": {}, "explain": {}, "recount_ms": {}, "anchors_ms": {},
-    }  # fmt: skip
+        "sizes": sizes,
+        "reads": {},
+        "reference": {},
+        "rounds": {},
+        "plan": {},
+        "plan_reference": {},
+        "grow_seconds": {},
+        "explain": {},
+        "recount_ms": {},
+        "anchors_ms": {},
+    }
     size_now = 0
     for size in sizes:
         grow_started = time.monotonic()

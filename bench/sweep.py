@@ -108,8 +108,16 @@ def sweep(wrk_bin: str, key: str, pairs: list, configs: tuple[Config, ...], roun
     for config in configs:
         for label, _, _ in pairs:
             api, floor = loads[(config, label, "api")].figures(), loads[(config, label, "floor")].figures()
-            rows.append({"config": config, "endpoint": label, "api": api, "floor": floor,
-                         "ratio": api["rps"] / floor["rps"], "rounds": per_round[(config, label, "api")]})  # fmt: skip
+            rows.append(
+                {
+                    "config": config,
+                    "endpoint": label,
+                    "api": api,
+                    "floor": floor,
+                    "ratio": api["rps"] / floor["rps"],
+                    "rounds": per_round[(config, label, "api")],
+                }
+            )
     return {"rows": rows, "configs": configs, "rounds": rounds, "seconds": seconds}
 
 

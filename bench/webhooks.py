@@ -115,8 +115,12 @@ def _floor(endpoint) -> dict:
     http_json(f"http://127.0.0.1:{RECEIVER_PORT}/reset", data=b"")
     floor_run = subprocess.run(
         [PYTHON, "bench/webhook_floor.py", f"http://127.0.0.1:{RECEIVER_PORT}/hook", endpoint.secret, str(bodies)],
-        cwd=ROOT, env=child_env(), capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(floor_run.stdout.strip().splitlines()[-1])
 
 

@@ -134,8 +134,11 @@ def check(seed: dict) -> dict:
     for n, path in enumerate((create_path, floor_create)):
         client.post(path, {"post": _fields(f"warm-{n}")}, content_type="application/json")
     for template, (channel_id, post_id) in zip(WRITES[EDIT][1:], seed["edited"][3:5], strict=True):
-        client.patch(template.format(channel=channel_id, post=post_id), {"post": {"title": "Warm"}},
-                     content_type="application/json")  # fmt: skip
+        client.patch(
+            template.format(channel=channel_id, post=post_id),
+            {"post": {"title": "Warm"}},
+            content_type="application/json",
+        )
     same_as_get(send(CREATE, ENDPOINT, "POST", create_path, {"post": _fields("check-1")}, 201), "POST")
     same_as_get(send(CREATE, FLOOR, "POST", floor_create, {"post": _fields("check-2")}, 201), "the create floor")
     once = {"Idempotency-Key": "check"}
@@ -167,8 +170,10 @@ def write_etags(seed: dict) -> None:
     from bench import floor
 
     api_key = floor._key(seed["key"])
-    lines = [f"{post} {floor._answer(floor._single_post(api_key, channel, post))['ETag']}" for channel, post in
-             seed["edited"]]  # fmt: skip
+    lines = [
+        f"{post} {floor._answer(floor._single_post(api_key, channel, post))['ETag']}"
+        for channel, post in seed["edited"]
+    ]
     ETAGS.write_text("\n".join(lines) + "\n")
 
 
@@ -253,8 +258,14 @@ def bench_writes(wrk_bin: str, duration: int, *, slices: int = WRITE_SLICES) -> 
         results = {write: rotate(wrk_bin, seed, web, write, duration, slices) for write in WRITES}
     finally:
         web.stop()
-    return {"writes": results, **checked, "duration": duration, "slices": slices,
-            "load": (load_before, os.getloadavg()[0]), "edited": len(seed["edited"])}  # fmt: skip
+    return {
+        "writes": results,
+        **checked,
+        "duration": duration,
+        "slices": slices,
+        "load": (load_before, os.getloadavg()[0]),
+        "edited": len(seed["edited"]),
+    }
 
 
 # --- the report -----------------------------------------------------------------------------------

@@ -165,9 +165,13 @@ def settings_loaded(code: str, env: dict, *, unset: tuple[str, ...] = ()) -> sub
     the variables that start with any of `unset`, plus `env` (start-up validation seen from outside)."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith(unset)}
     return subprocess.run(
-        [sys.executable, "-c", code], env={**clean, **env}, cwd=settings.BASE_DIR, capture_output=True, text=True,
+        [sys.executable, "-c", code],
+        env={**clean, **env},
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
         timeout=60,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -305,12 +309,29 @@ class WorkerProcess:
             **self.env,
         }
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
-             "--concurrency", "2", "-Q", celery_app.conf.task_default_queue, "--without-gossip",
-             "--without-mingle", "--without-heartbeat"],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "2",
+                "-Q",
+                celery_app.conf.task_default_queue,
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             cwd=settings.BASE_DIR,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if " ready." in Path(self.log.name).read_text():
@@ -386,8 +407,12 @@ class WebProcess:
     def start(self) -> "WebProcess":
         self.process = subprocess.Popen(
             [sys.executable, "-m", "config.web"],
-            env=self.env, stdout=self.log, stderr=subprocess.STDOUT, cwd=settings.BASE_DIR, start_new_session=True,
-        )  # fmt: skip
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=settings.BASE_DIR,
+            start_new_session=True,
+        )
         wait_until(lambda: self._answers() or self.process.poll() is not None, timeout=30, step=0.1)
         assert self.process.poll() is None, self.log_text()
         return self

@@ -22,9 +22,13 @@ class ProcfileProcess:
         self.log_path = logs / f"{name}.log"
         self._log = self.log_path.open("w")
         self.process = subprocess.Popen(
-            ["bash", "-c", command], cwd=checkout, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            ["bash", "-c", command],
+            cwd=checkout,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

@@ -215,8 +215,12 @@ def _report_pause(email: str, budget: Budget, addresses: list[str]) -> None:
     until = datetime.fromtimestamp(budget.reset, tz=UTC)
     logger.warning(
         "Password sign-ins for e-mail %r paused until %s: %s failed from %s address(es), latest %s",
-        email, f"{until:%Y-%m-%d %H:%M} UTC", budget.used, len(addresses), addresses[-1],
-    )  # fmt: skip
+        email,
+        f"{until:%Y-%m-%d %H:%M} UTC",
+        budget.used,
+        len(addresses),
+        addresses[-1],
+    )
     since = until - timedelta(seconds=EMAIL_WINDOW)
     report = partial(
         sign_in_pause_report, email=email, failures=budget.used, addresses=addresses, since=since, until=until

@@ -195,9 +195,13 @@ def robots(request) -> HttpResponse:
         lines += ["Allow: /", "", f"Sitemap: {channel.public_url('blog:sitemap')}"]
     else:
         lines += [
-            f"Disallow: /{settings.ADMIN_URL}", "Disallow: /v1/", "Disallow: /preview/", "Disallow: /newsletter/",
-            "Allow: /blog/", "",
-        ]  # fmt: skip
+            f"Disallow: /{settings.ADMIN_URL}",
+            "Disallow: /v1/",
+            "Disallow: /preview/",
+            "Disallow: /newsletter/",
+            "Allow: /blog/",
+            "",
+        ]
         blogs = Channel.objects.filter(platform__in=SITE_PLATFORMS, domain=None).exclude(handle=None)
         for handle in blogs.order_by("id").values_list("handle", flat=True).iterator(chunk_size=1000):
             lines.append(f"Sitemap: {Channel(platform=Platform.BLOG, handle=handle).public_url('blog:sitemap')}")

@@ -86,10 +86,12 @@ def _seed_git_destination(channel: Channel) -> str | None:
     git_destination_save(
         channel=channel,
         settings=GitSettings(
-            repository_url=str(path), author_name="Demo Publisher", author_email="publisher@example.com",
+            repository_url=str(path),
+            author_name="Demo Publisher",
+            author_email="publisher@example.com",
             post_url_template="https://docs.example.com/posts/{slug}/",
         ),
-    )  # fmt: skip
+    )
     return str(path)
 
 

@@ -167,8 +167,15 @@ class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
     change_form_template = "admin/posts/post_change_form.html"
     inlines = [MediaInline, ApiPublicationInline]
     list_display = (
-        "title", "channel", "platform", "team", "publication_status", "scheduled_at", "published_at", "updated_at",
-    )  # fmt: skip
+        "title",
+        "channel",
+        "platform",
+        "team",
+        "publication_status",
+        "scheduled_at",
+        "published_at",
+        "updated_at",
+    )
     list_filter = ("publication_status", "channel__platform", "channel__team", "channel")
     search_fields = ("title", "slug", "teaser", "external_id")
     list_select_related = ("channel", "channel__team")
@@ -177,9 +184,15 @@ class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
     autocomplete_fields = ("channel",)
     prepopulated_fields = {"slug": ("title",)}
     readonly_fields = (
-        "published_at", "publish_now_does", "publication", "as_posted", "external_id", "external_url", "created_at",
+        "published_at",
+        "publish_now_does",
+        "publication",
+        "as_posted",
+        "external_id",
+        "external_url",
+        "created_at",
         "updated_at",
-    )  # fmt: skip
+    )
     fieldsets = (
         (None, {"fields": ("channel", "title", "slug", "teaser", "body", "tags")}),
         ("SEO", {"fields": ("meta_title", "meta_description")}),

@@ -81,10 +81,13 @@ def posts_list_key(channel_id: int, filters: dict) -> str:
     """Names the list a cursor belongs to: the channel and the filters, written one way whatever
     way the query wrote them (status order, time zone of `updated_since`)."""
     canonical = {
-        name: sorted(set(value)) if isinstance(value, list) else value.astimezone(UTC).isoformat()
-        if isinstance(value, datetime) else value
+        name: sorted(set(value))
+        if isinstance(value, list)
+        else value.astimezone(UTC).isoformat()
+        if isinstance(value, datetime)
+        else value
         for name, value in filters.items()
-    }  # fmt: skip
+    }
     return f"channel-posts:{channel_id}:{sorted(canonical.items())!r}"
 
 
@@ -181,15 +184,20 @@ class PublishFieldsSerializer(StrictSerializer):
     """The external system's references to the publication."""
 
     external_id = StrictCharField(
-        required=False, allow_null=True, max_length=EXTERNAL_ID_MAX_LENGTH,
+        required=False,
+        allow_null=True,
+        max_length=EXTERNAL_ID_MAX_LENGTH,
         help_text=f"The external system's identifier of the publication (at most {EXTERNAL_ID_MAX_LENGTH} "
         "characters). Omitted or null: stored as null.",
-    )  # fmt: skip
+    )
     external_url = StrictCharField(
-        required=False, allow_null=True, max_length=URL_MAX_LENGTH, validators=[http_url_validator],
+        required=False,
+        allow_null=True,
+        max_length=URL_MAX_LENGTH,
+        validators=[http_url_validator],
         help_text=f"An http(s) URL where the post was published (at most {URL_MAX_LENGTH} characters). "
         "Omitted or null: stored as null.",
-    )  # fmt: skip
+    )
 
 
 class PublishBodySerializer(StrictSerializer):

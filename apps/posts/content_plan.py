@@ -121,11 +121,16 @@ def _move_batch(
     if destined:
         handed = jobs_enqueue(
             items=[
-                JobInput(channel_id=channel_id, post_id=post_id, title=title, action=JobAction.PUBLISH,
-                         scheduled_for=scheduled_at)
+                JobInput(
+                    channel_id=channel_id,
+                    post_id=post_id,
+                    title=title,
+                    action=JobAction.PUBLISH,
+                    scheduled_for=scheduled_at,
+                )
                 for post_id, _, scheduled_at, channel_id, title in destined
             ]
-        )  # fmt: skip
+        )
     return len(external), len(direct), len(handed), scanned, position
 
 

@@ -18,12 +18,14 @@ def blog_link(post: Post) -> str | None:
     article = (
         Post.objects.select_related("channel")
         .filter(
-            channel__account_id=post.channel.account_id, channel__platform=Platform.BLOG, slug=post.slug,
+            channel__account_id=post.channel.account_id,
+            channel__platform=Platform.BLOG,
+            slug=post.slug,
             publication_status=PublicationStatus.PUBLISHED,
         )
         .order_by("-published_at", "-id")
         .first()
-    )  # fmt: skip
+    )
     return article.channel.post_url(article.slug) if article is not None else None
 
 

@@ -82,9 +82,12 @@ def post_publish(
 ) -> Post:
     """The external system confirms publication: `publishing_pending` -> `published`."""
     post = _workflow_post(
-        post_id=post_id, channel_id=channel_id, account=account, status=PublicationStatus.PUBLISHING_PENDING,
+        post_id=post_id,
+        channel_id=channel_id,
+        account=account,
+        status=PublicationStatus.PUBLISHING_PENDING,
         action="published",
-    )  # fmt: skip
+    )
     publication = _publication_of(post)
     now = timezone.now()
     post.external_id, post.external_url = external_id, external_url
@@ -100,9 +103,12 @@ def post_publish(
 def post_unpublish(*, post_id: int, channel_id: int, account: Account) -> Post:
     """Revert a published post of an `api` channel to `draft`; its external references go."""
     post = _workflow_post(
-        post_id=post_id, channel_id=channel_id, account=account, status=PublicationStatus.PUBLISHED,
+        post_id=post_id,
+        channel_id=channel_id,
+        account=account,
+        status=PublicationStatus.PUBLISHED,
         action="unpublished",
-    )  # fmt: skip
+    )
     publication = _publication_of(post)
     put_state(post, PublicationStatus.DRAFT)
     publication.reset()

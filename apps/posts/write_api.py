@@ -49,9 +49,17 @@ def single_post(posts: PostQuerySet, channels: dict | None = None) -> dict:
 
 # Fields of the single-post form that a client reads but does not write: the service keeps them.
 READ_ONLY_FIELDS = (
-    "id", "channel", "created_at", "updated_at", "published_at", "external_id", "external_url", "media", "url",
+    "id",
+    "channel",
+    "created_at",
+    "updated_at",
+    "published_at",
+    "external_id",
+    "external_url",
+    "media",
+    "url",
     "publication",
-)  # fmt: skip
+)
 # Statuses a write may ask for; `publishing_pending` is refused by the workflow's rules (422), not as a typo.
 WRITABLE_STATUSES = PublicationStatus.choices
 
@@ -64,14 +72,21 @@ class PostFieldsSerializer(StrictSerializer):
     title = StrictCharField(max_length=TITLE_MAX_LENGTH, help_text="Required when creating.")
     body = StrictCharField(required=False, allow_blank=True, help_text="Markdown.")
     teaser = StrictCharField(
-        required=False, allow_blank=True, allow_null=True, max_length=TEASER_MAX_LENGTH,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        max_length=TEASER_MAX_LENGTH,
         help_text="Short summary; empty or null stores an empty teaser.",
-    )  # fmt: skip
+    )
     slug = StrictCharField(
-        required=False, allow_blank=True, allow_null=True, max_length=SLUG_MAX_LENGTH, validators=[validate_slug],
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        max_length=SLUG_MAX_LENGTH,
+        validators=[validate_slug],
         help_text="Unique in the channel (400 `unique` otherwise). Absent on create, empty or null: made from the "
         "title.",
-    )  # fmt: skip
+    )
     tags = serializers.ListField(
         child=StrictCharField(max_length=TAG_NAME_MAX_LENGTH),
         required=False,
@@ -79,13 +94,19 @@ class PostFieldsSerializer(StrictSerializer):
         help_text="Tag names (the account's tags; a new name makes a tag). On PATCH the list replaces the post's tags.",
     )
     meta_title = StrictCharField(
-        required=False, allow_blank=True, allow_null=True, max_length=META_TITLE_MAX_LENGTH,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        max_length=META_TITLE_MAX_LENGTH,
         help_text="SEO title override; empty or null: none.",
-    )  # fmt: skip
+    )
     meta_description = StrictCharField(
-        required=False, allow_blank=True, allow_null=True, max_length=META_DESCRIPTION_MAX_LENGTH,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        max_length=META_DESCRIPTION_MAX_LENGTH,
         help_text="SEO description override; empty or null: none.",
-    )  # fmt: skip
+    )
     publication_status = serializers.ChoiceField(
         choices=WRITABLE_STATUSES,
         required=False,
@@ -205,9 +226,12 @@ WRITE_HEADERS = [
 ]
 # The headers of a write's answer, for the schema.
 ETAG = OpenApiParameter(
-    "ETag", str, OpenApiParameter.HEADER, response=[200, 201],
+    "ETag",
+    str,
+    OpenApiParameter.HEADER,
+    response=[200, 201],
     description="The post's new tag, as GET sends it: the If-Match of the next write.",
-)  # fmt: skip
+)
 LOCATION = OpenApiParameter(
     "Location", str, OpenApiParameter.HEADER, response=[201], description="The new post's address."
 )

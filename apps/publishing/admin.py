@@ -24,17 +24,38 @@ def retry(job: PublicationJob) -> PublicationJob:
 @admin.register(PublicationJob)
 class PublicationJobAdmin(ObjectButtonsAdmin):
     list_display = (
-        "__str__", "channel", "action", "state", "attempts", "next_attempt_at", "error", "reference_shown",
+        "__str__",
+        "channel",
+        "action",
+        "state",
+        "attempts",
+        "next_attempt_at",
+        "error",
+        "reference_shown",
         "updated_at",
-    )  # fmt: skip
+    )
     list_filter = ("state", "action", "channel")
     search_fields = ("title", "last_error", "reference", "path")
     list_select_related = ("channel", "channel__git_destination")
     readonly_fields = (
-        "post_link", "channel", "title", "action", "state", "attempts", "next_attempt_at", "locked_until",
-        "last_error", "reference_shown", "path", "url", "published_at", "scheduled_for", "created_at", "updated_at",
+        "post_link",
+        "channel",
+        "title",
+        "action",
+        "state",
+        "attempts",
+        "next_attempt_at",
+        "locked_until",
+        "last_error",
+        "reference_shown",
+        "path",
+        "url",
+        "published_at",
+        "scheduled_for",
+        "created_at",
+        "updated_at",
         "finished_at",
-    )  # fmt: skip
+    )
     fields = readonly_fields
     actions = ["retry_selected"]
     object_buttons = (ObjectButton("retry", "Retry now", retry, "The job is queued to run now."),)

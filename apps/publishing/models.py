@@ -38,7 +38,7 @@ class PublicationJob(models.Model):
     next_attempt_at = models.DateTimeField(default=timezone.now)
     # A worker holds the job until then; a crashed worker's hold simply runs out.
     locked_until = models.DateTimeField(null=True, blank=True)
-    # The worker incarnation that holds it (services.worker_identity: node name and a start id;
+    # The worker incarnation that holds it (workers.worker_identity: node name and a start id;
     # empty outside a worker). A worker that comes back after a crash releases its dead former
     # self's jobs at once instead of waiting for their leases to run out.
     locked_by = models.CharField(max_length=200, blank=True, default="", db_default="", editable=False)

@@ -31,9 +31,16 @@ def recipients_of(post_ids: Iterable[int]) -> dict[int, Recipients]:
 
 def publication_row(job: PublicationJob) -> Publication:
     return Publication(
-        job.pk, job.action, job.state, job.attempts, job.last_error or None, job.reference or None, job.url or None,
-        job.updated_at, recipients_of([job.post_id]).get(job.post_id),
-    )  # fmt: skip
+        job.pk,
+        job.action,
+        job.state,
+        job.attempts,
+        job.last_error or None,
+        job.reference or None,
+        job.url or None,
+        job.updated_at,
+        recipients_of([job.post_id]).get(job.post_id),
+    )
 
 
 def latest_publications(post_ids: Iterable[int]) -> dict[int, Publication]:
@@ -48,9 +55,16 @@ def latest_publications(post_ids: Iterable[int]) -> dict[int, Publication]:
     found = {}
     for post_id, job_id, action, state, attempts, error, reference, url, updated in jobs:
         found[post_id] = Publication(
-            job_id, action, state, attempts, error or None, reference or None, url or None, updated,
+            job_id,
+            action,
+            state,
+            attempts,
+            error or None,
+            reference or None,
+            url or None,
+            updated,
             recipients.get(post_id),
-        )  # fmt: skip
+        )
     return found
 
 

@@ -9,9 +9,7 @@ the push was sent) is simply run again: it finds its work done and confirms it.
 """
 
 import logging
-import os
 import time
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -34,6 +32,7 @@ from apps.publishing.destinations import (
     subject,
 )
 from apps.publishing.models import UNFINISHED, JobAction, JobState, PublicationJob
+from apps.publishing.workers import worker_identity
 
 logger = logging.getLogger(__name__)
 
@@ -53,63 +52,6 @@ class JobInput:
     title: str
     action: str
     scheduled_for: datetime | None = None
-
-
-# Which worker this process belongs to: "<node name> <main process id> <start id>", set when a
-# Celery worker starts (tasks.py), before it forks its pool; empty outside a worker. Written on
-# the jobs it claims (PublicationJob.locked_by).
-_worker = {"identity": ""}
-
-
-def worker_identity() -> str:
-    return _worker["identity"]
-
-
-def worker_started(*, node_name: str) -> str:
-    """Name this worker incarnation (called in its main process, before the pool starts)."""
-    _worker["identity"] = f"{node_name} {os.getpid()} {uuid.uuid4().hex[:12]}"
-    return _worker["identity"]
-
-
-def _former_self(holder: str, *, pid: str) -> bool:
-    """Whether the worker incarnation `holder` is dead: it ran in this very process id (its place
-    taken by us, as in a restarted container) or its process is gone."""
-    held_by = holder.split(" ")[1] if holder.count(" ") == 2 else ""
-    if held_by == pid or not held_by.isdigit():
-        return True
-    try:
-        os.kill(int(held_by), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # it exists, and is someone else's
-        return False
-    return False
-
-
-def jobs_release_former(*, identity: str) -> int:
-    """Release the jobs a dead former incarnation of this worker (the same node name) was running:
-    queued again and due at once, instead of held until their leases run out (2x PUBLISH_TIMEOUT +
-    10 s, more than a newsletter's "resumes within a minute" allows). A crashed worker that comes
-    back is the usual way such jobs are found. Node names are unique among running workers; a
-    holder whose process still runs on this host (two workers started with the same name) keeps
-    its jobs all the same. Returns how many were released."""
-    if identity.count(" ") != 2:
-        return 0  # not a worker
-    node, pid, _ = identity.split(" ")
-    holders = (
-        PublicationJob.objects.filter(state=JobState.RUNNING, locked_by__startswith=f"{node} ")
-        .exclude(locked_by=identity)
-        .values_list("locked_by", flat=True)
-        .distinct()
-    )
-    dead = [holder for holder in set(holders) if _former_self(holder, pid=pid)]
-    if not dead:
-        return 0
-    released = PublicationJob.objects.filter(state=JobState.RUNNING, locked_by__in=dead).update(
-        state=JobState.QUEUED, locked_until=None, updated_at=timezone.now()
-    )
-    logger.warning("publication jobs of a dead former worker %s released: %d", node, released)
-    return released
 
 
 def jobs_enqueue(*, items: Iterable[JobInput]) -> list[PublicationJob]:
@@ -141,10 +83,15 @@ def jobs_enqueue(*, items: Iterable[JobInput]) -> list[PublicationJob]:
         queued.add((item.post_id, item.action))
         jobs.append(
             PublicationJob(
-                channel_id=item.channel_id, post_id=item.post_id, title=item.title[:300], action=item.action,
-                scheduled_for=item.scheduled_for, next_attempt_at=now, created_at=now,
+                channel_id=item.channel_id,
+                post_id=item.post_id,
+                title=item.title[:300],
+                action=item.action,
+                scheduled_for=item.scheduled_for,
+                next_attempt_at=now,
+                created_at=now,
             )
-        )  # fmt: skip
+        )
     PublicationJob.objects.bulk_create(jobs)
     channel_ids = sorted({job.channel_id for job in jobs})
     if channel_ids:
@@ -217,14 +164,22 @@ def _claim_head(channel_id: int) -> PublicationJob | None:
     taken = PublicationJob.objects.filter(
         pk=head.pk, state=head.state, attempts=head.attempts, locked_until=head.locked_until
     ).update(
-        state=JobState.RUNNING, attempts=head.attempts + 1, locked_until=lease, published_at=published_at,
-        locked_by=worker_identity(), updated_at=now,
-    )  # fmt: skip
+        state=JobState.RUNNING,
+        attempts=head.attempts + 1,
+        locked_until=lease,
+        published_at=published_at,
+        locked_by=worker_identity(),
+        updated_at=now,
+    )
     if not taken:
         return None
     head.state, head.attempts, head.locked_until, head.published_at, head.locked_by = (
-        JobState.RUNNING, head.attempts + 1, lease, published_at, worker_identity(),
-    )  # fmt: skip
+        JobState.RUNNING,
+        head.attempts + 1,
+        lease,
+        published_at,
+        worker_identity(),
+    )
     return head
 
 
@@ -250,9 +205,13 @@ def _carry_out(job: PublicationJob) -> Outcome:
     previous_path, published_at = _last_success(job)
     document = subject().document(post_id=job.post_id, action=job.action, published_at=job.published_at or published_at)
     context = JobContext(
-        job_id=job.pk, post_id=job.post_id, action=job.action, title=job.title, previous_path=previous_path,
+        job_id=job.pk,
+        post_id=job.post_id,
+        action=job.action,
+        title=job.title,
+        previous_path=previous_path,
         deadline=time.monotonic() + settings.PUBLISH_TIMEOUT,
-    )  # fmt: skip
+    )
     if job.action == JobAction.UNPUBLISH:
         return destination.unpublish(context, document)
     if document is None:
@@ -280,10 +239,15 @@ def job_run(job: PublicationJob) -> PublicationJob | None:
         recorded = _record(job, outcome=outcome, error=error, permanent=permanent, retry_after=retry_after)
     logger.info(
         "publication job=%s channel=%s post=%s action=%s attempt=%d state=%s duration_ms=%d%s",
-        job.pk, job.channel_id, job.post_id, job.action, job.attempts,
-        recorded.state if recorded else "lease-lost", int((time.monotonic() - started) * 1000),
+        job.pk,
+        job.channel_id,
+        job.post_id,
+        job.action,
+        job.attempts,
+        recorded.state if recorded else "lease-lost",
+        int((time.monotonic() - started) * 1000),
         f" error={error!r}" if error else "",
-    )  # fmt: skip
+    )
     return recorded
 
 
@@ -378,6 +342,8 @@ def _tell_admins_failed(job_id: int) -> None:
     if job is None:
         return
     tell_account_admins(
-        account=job.channel.account, template="publishing/job_failed_email", context={"job": job},
+        account=job.channel.account,
+        template="publishing/job_failed_email",
+        context={"job": job},
         page=("admin:publishing_publicationjob_change", job.pk),
-    )  # fmt: skip
+    )

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import connections
 
 from apps.core.threads import finish, process_pool
-from apps.publishing import services
+from apps.publishing import services, workers
 
 POOL = "publisher"
 # How long a task waits for its channel's run (on the process's publisher threads) before it
@@ -40,7 +40,7 @@ def _finish_runs(**kwargs) -> None:
 def _name_this_worker(sender=None, **kwargs) -> None:
     """The worker's identity (its node name, as celery@host, and this start), set in the main
     process before it forks its pool, so every job its processes claim says which worker holds it."""
-    services.worker_started(node_name=str(sender))
+    workers.worker_started(node_name=str(sender))
 
 
 @worker_ready.connect
@@ -49,7 +49,7 @@ def _release_former_self(**kwargs) -> None:
     dead former self held, rather than after their leases (about 70 s): a newsletter's send resumes
     within a minute. The sweep hands their channels over now, not at beat's next round."""
     try:
-        if services.jobs_release_former(identity=services.worker_identity()):
+        if workers.jobs_release_former(identity=workers.worker_identity()):
             services.jobs_sweep()
     finally:
         # The main process forks pool processes later (a replaced one): none may share its connection.

@@ -63,9 +63,7 @@ def endpoint_state(endpoint: WebhookEndpoint) -> tuple[str, str]:
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(ObjectButtonsAdmin):
     form = WebhookEndpointForm
-    list_display = (
-        "url", "account", "state", "event_list", "last_result", "success_rate", "pending", "created_at",
-    )  # fmt: skip
+    list_display = ("url", "account", "state", "event_list", "last_result", "success_rate", "pending", "created_at")
     list_filter = (EndpointStateFilter, "account")
     search_fields = ("url", "description")
     readonly_fields = ("secret_display", "state", "created_at", "updated_at", "recent_deliveries")
@@ -316,9 +314,18 @@ class DeliveryAdmin(ObjectButtonsAdmin):
     # A delivery's page shows its event's body, and subscriber.* events name a newsletter reader by address.
     step_up = StepUp.ALL_BUT_THE_LIST
     fields = (
-        "id", "event_kind", "endpoint", "status", "attempts", "next_attempt_at", "last_status_code",
-        "last_error", "delivered_at", "created_at", "event_body",
-    )  # fmt: skip
+        "id",
+        "event_kind",
+        "endpoint",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "last_status_code",
+        "last_error",
+        "delivered_at",
+        "created_at",
+        "event_body",
+    )
     readonly_fields = fields
     # "view", as the retry_now action: sending a delivery again changes nothing of it but its history.
     object_buttons = (

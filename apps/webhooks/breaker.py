@@ -79,9 +79,13 @@ def _disable_failing(endpoint: WebhookEndpoint, now: datetime) -> None:
         f"{endpoint.failing_since:%Y-%m-%d %H:%M} UTC ({endpoint.consecutive_failures} attempts)."
     )
     endpoint.deliveries.filter(status=DeliveryStatus.PENDING).update(
-        status=DeliveryStatus.FAILED, next_attempt_at=None, locked_until=None, enqueued_at=None,
-        last_error=f"Not sent: the endpoint was disabled. {endpoint.disabled_reason}", updated_at=now,
-    )  # fmt: skip
+        status=DeliveryStatus.FAILED,
+        next_attempt_at=None,
+        locked_until=None,
+        enqueued_at=None,
+        last_error=f"Not sent: the endpoint was disabled. {endpoint.disabled_reason}",
+        updated_at=now,
+    )
     logger.warning("webhook endpoint=%s disabled: %s", endpoint.pk, endpoint.disabled_reason)
     transaction.on_commit(partial(_tell_admins_disabled, endpoint.pk))
 
@@ -89,9 +93,11 @@ def _disable_failing(endpoint: WebhookEndpoint, now: datetime) -> None:
 def _tell_admins_disabled(endpoint_id: int) -> None:
     endpoint = WebhookEndpoint.objects.select_related("account").get(pk=endpoint_id)
     tell_account_admins(
-        account=endpoint.account, template="webhooks/endpoint_disabled_email", context={"endpoint": endpoint},
+        account=endpoint.account,
+        template="webhooks/endpoint_disabled_email",
+        context={"endpoint": endpoint},
         page=("admin:webhooks_webhookendpoint_change", endpoint.pk),
-    )  # fmt: skip
+    )
 
 
 def release_backlog(endpoint: WebhookEndpoint, now: datetime) -> None:

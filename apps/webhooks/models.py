@@ -75,9 +75,11 @@ class WebhookEndpoint(models.Model):
     # receiver; `secret` and `previous_secret` below read and write them in clear.
     secret_encrypted = models.TextField(default=new_encrypted_secret, editable=False)
     signature_format = models.CharField(
-        max_length=16, choices=SignatureFormat.choices, default=SignatureFormat.SERVICE,
+        max_length=16,
+        choices=SignatureFormat.choices,
+        default=SignatureFormat.SERVICE,
         help_text="How deliveries are signed: the specification's X-Service-* headers, or Standard Webhooks.",
-    )  # fmt: skip
+    )
     # The secret before the last rotation, which still signs deliveries until then (the overlap).
     previous_secret_encrypted = models.TextField(blank=True, editable=False)
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True, editable=False)

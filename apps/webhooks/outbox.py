@@ -38,10 +38,23 @@ class EventInput:
 # times slower. Fewer rows take the ordinary path, which query counts and tests see.
 COPY_MIN_ROWS = 100
 # Fields whose Python values PostgreSQL takes as they are (models with others use bulk_create).
-_COPIED_AS_IS = frozenset({
-    "AutoField", "BigAutoField", "UUIDField", "ForeignKey", "CharField", "TextField", "BooleanField", "DateTimeField",
-    "IntegerField", "BigIntegerField", "SmallIntegerField", "PositiveIntegerField", "PositiveSmallIntegerField",
-})  # fmt: skip
+_COPIED_AS_IS = frozenset(
+    {
+        "AutoField",
+        "BigAutoField",
+        "UUIDField",
+        "ForeignKey",
+        "CharField",
+        "TextField",
+        "BooleanField",
+        "DateTimeField",
+        "IntegerField",
+        "BigIntegerField",
+        "SmallIntegerField",
+        "PositiveIntegerField",
+        "PositiveSmallIntegerField",
+    }
+)
 
 
 def _insert(model: type, objs: list) -> list:
@@ -100,12 +113,15 @@ def events_write(
     # An endpoint held back by its breaker gets no task for them: they wait for its probe.
     deliveries = [
         Delivery(
-            event_id=event.pk, endpoint_id=target.pk, next_attempt_at=now, created_at=now,
+            event_id=event.pk,
+            endpoint_id=target.pk,
+            next_attempt_at=now,
+            created_at=now,
             enqueued_at=None if target.holds_deliveries(now) else now,
         )
         for event in events
         for target in targets_of(event.account_id)
-    ]  # fmt: skip
+    ]
     _insert(Delivery, deliveries)
     return events, [str(d.id) for d in deliveries if d.enqueued_at is not None]
 

@@ -33,8 +33,17 @@ UNSIGNABLE = (
 HandOver = Callable[[list[str]], None]
 
 # What recording an attempt changes on the delivery.
-_OUTCOME_FIELDS = ("status", "attempts", "next_attempt_at", "locked_until", "enqueued_at", "last_status_code",
-                   "last_error", "delivered_at", "updated_at")  # fmt: skip
+_OUTCOME_FIELDS = (
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "locked_until",
+    "enqueued_at",
+    "last_status_code",
+    "last_error",
+    "delivered_at",
+    "updated_at",
+)
 
 
 def deliveries_attempt(
@@ -291,9 +300,12 @@ def _take_waiting(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
     """The endpoint's due deliveries that wait with no task at the broker, oldest first, marked as
     handed over."""
     waiting = Delivery.objects.filter(
-        endpoint_id=endpoint.pk, status=DeliveryStatus.PENDING, next_attempt_at__lte=now,
-        enqueued_at__isnull=True, locked_until__isnull=True,
-    ).order_by("created_at", "event_id")  # fmt: skip
+        endpoint_id=endpoint.pk,
+        status=DeliveryStatus.PENDING,
+        next_attempt_at__lte=now,
+        enqueued_at__isnull=True,
+        locked_until__isnull=True,
+    ).order_by("created_at", "event_id")
     return outbox.mark_handed_over(list(waiting.values_list("pk", flat=True)[: outbox.SWEEP_BATCH]), now)
 
 

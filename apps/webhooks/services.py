@@ -39,10 +39,22 @@ from apps.webhooks.senders import SenderPool
 from apps.webhooks.upkeep import history_prune
 
 __all__ = [
-    "COPY_MIN_ROWS", "EventInput", "deliveries_attempt", "deliveries_sweep", "delivery_attempt", "delivery_retry_now",
-    "endpoint_expire_previous_secret", "endpoint_resend_failed", "endpoint_rotate_secret", "endpoint_save",
-    "endpoint_send_test", "enqueue", "event_emit", "events_emit", "history_prune",
-]  # fmt: skip
+    "COPY_MIN_ROWS",
+    "EventInput",
+    "deliveries_attempt",
+    "deliveries_sweep",
+    "delivery_attempt",
+    "delivery_retry_now",
+    "endpoint_expire_previous_secret",
+    "endpoint_resend_failed",
+    "endpoint_rotate_secret",
+    "endpoint_save",
+    "endpoint_send_test",
+    "enqueue",
+    "event_emit",
+    "events_emit",
+    "history_prune",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -211,8 +223,9 @@ def endpoint_rotate_secret(*, endpoint: WebhookEndpoint) -> str:
     )
     logger.info(
         "webhook endpoint=%s secret rotated; the previous one is valid until %s",
-        endpoint.pk, endpoint.previous_secret_expires_at.isoformat() if previous else "never (it was unreadable)",
-    )  # fmt: skip
+        endpoint.pk,
+        endpoint.previous_secret_expires_at.isoformat() if previous else "never (it was unreadable)",
+    )
     return endpoint.secret
 
 

@@ -97,9 +97,15 @@ def _post(url: str, body: bytes, headers: dict) -> Outcome:
     started = time.monotonic()
     try:
         response = pool_manager().urlopen(
-            "POST", url, body=body, headers=headers, timeout=Timeout(connect=timeout, read=timeout),
-            retries=False, redirect=False, preload_content=False,
-        )  # fmt: skip
+            "POST",
+            url,
+            body=body,
+            headers=headers,
+            timeout=Timeout(connect=timeout, read=timeout),
+            retries=False,
+            redirect=False,
+            preload_content=False,
+        )
         try:
             outcome.status = response.status
             outcome.headers = dict(response.headers)

@@ -63,13 +63,18 @@ def _expire_held(now: datetime) -> int:
     (an endpoint paused by hand keeps its deliveries: they go out when it is enabled)."""
     held_back = WebhookEndpoint.objects.filter(held_back_endpoints(), enabled=True)
     expired = Delivery.objects.filter(
-        unleased(now), endpoint__in=held_back, status=DeliveryStatus.PENDING,
+        unleased(now),
+        endpoint__in=held_back,
+        status=DeliveryStatus.PENDING,
         created_at__lt=now - settings.WEBHOOK_MAX_AGE,
     ).update(
-        status=DeliveryStatus.FAILED, next_attempt_at=None, enqueued_at=None, updated_at=now,
+        status=DeliveryStatus.FAILED,
+        next_attempt_at=None,
+        enqueued_at=None,
+        updated_at=now,
         last_error=f"Not sent: the endpoint failed every attempt for longer than {settings.WEBHOOK_MAX_AGE} "
         "(WEBHOOK_MAX_AGE) after it was made.",
-    )  # fmt: skip
+    )
     if expired:
         logger.warning("webhook deliveries expired=%d (held back longer than WEBHOOK_MAX_AGE)", expired)
     return expired

@@ -75,10 +75,16 @@ class World:
         channel = data.draw(st.sampled_from(self.channels), label="read channel")
         post_id = data.draw(st.sampled_from(sorted(self.seen_post_ids)), label="read post")
         query = data.draw(
-            st.sampled_from(["?per_page=2&page=2", "?page=9", "?publication_status=draft,publishing_pending",
-                             f"?tag={self.tags[0].name}"]),
+            st.sampled_from(
+                [
+                    "?per_page=2&page=2",
+                    "?page=9",
+                    "?publication_status=draft,publishing_pending",
+                    f"?tag={self.tags[0].name}",
+                ]
+            ),
             label="query",
-        )  # fmt: skip
+        )
         return [
             *(url for c in self.channels for url in (f"/v1/channels/{c.pk}", f"/v1/channels/{c.pk}/posts")),
             *(f"/v1/channels/{post.channel_id}/posts/{post.pk}" for post in self.posts()),
@@ -106,11 +112,12 @@ def edit_content(world, data):
                 "title": words,
                 "teaser": st.one_of(st.none(), words),
                 "tags": st.lists(st.sampled_from(world.tags), unique=True, max_size=3),
-                "media": st.lists(st.builds(MediaInput, url=st.just("https://cdn.example.com/a.png"), alt_text=words),
-                                  max_size=2),
+                "media": st.lists(
+                    st.builds(MediaInput, url=st.just("https://cdn.example.com/a.png"), alt_text=words), max_size=2
+                ),
             },
         )
-    )  # fmt: skip
+    )
     post_update_content(post=post, **changes)
 
 
@@ -223,11 +230,25 @@ def edit_in_the_admin(world, data):
 
 
 WRITES = [
-    create_post, edit_content, set_status, hand_over, publish_or_unpublish_through_the_api, run_the_content_plan,
-    delete_post, move_post, bulk_update, raw_update, link_tag, rename_tag, delete_tag, rename_team, delete_team,
+    create_post,
+    edit_content,
+    set_status,
+    hand_over,
+    publish_or_unpublish_through_the_api,
+    run_the_content_plan,
+    delete_post,
+    move_post,
+    bulk_update,
+    raw_update,
+    link_tag,
+    rename_tag,
+    delete_tag,
+    rename_team,
+    delete_team,
     edit_channel,
-    change_media, edit_in_the_admin,
-]  # fmt: skip
+    change_media,
+    edit_in_the_admin,
+]
 
 
 def assert_cached_equals_computed(world, urls) -> None:

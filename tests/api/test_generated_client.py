@@ -39,10 +39,22 @@ def generated(live_server, django_db_blocker, tmp_path_factory):
     # Each request the live server serves checks its database connection (Django's close_old_connections).
     with django_db_blocker.unblock():
         result = subprocess.run(
-            [sys.executable, "-m", "openapi_python_client", "generate",
-             "--url", f"{live_server.url}/v1/openapi.json", "--output-path", str(out)],
-            env={**os.environ, "PATH": path}, capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "openapi_python_client",
+                "generate",
+                "--url",
+                f"{live_server.url}/v1/openapi.json",
+                "--output-path",
+                str(out),
+            ],
+            env={**os.environ, "PATH": path},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     # Nothing but its first line: any warning (a skipped endpoint or model, a post-hook that did not
     # run) or error is printed after it.
     assert (result.returncode, result.stdout.splitlines(), result.stderr) == (0, [f"Generating {out}"], ""), (

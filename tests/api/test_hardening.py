@@ -334,8 +334,18 @@ def test_the_admin_lives_at_admin_url():
 # --- Settings from the environment, validated at start-up ---
 
 # What these tests set, unset first (as prefixes: the names of single variables match no other one).
-UNSET = ("RATE_LIMIT_", "SECURE_HSTS_", "DJANGO_", "ENVIRONMENT", "SECRET_KEY", "DEBUG", "MAX_REQUEST_BODY_BYTES",
-         "NUM_PROXIES", "ADMIN_LOGIN_FAILURE_LIMIT", "SIGN_IN_FAILURE_LIMIT_PER_EMAIL")  # fmt: skip
+UNSET = (
+    "RATE_LIMIT_",
+    "SECURE_HSTS_",
+    "DJANGO_",
+    "ENVIRONMENT",
+    "SECRET_KEY",
+    "DEBUG",
+    "MAX_REQUEST_BODY_BYTES",
+    "NUM_PROXIES",
+    "ADMIN_LOGIN_FAILURE_LIMIT",
+    "SIGN_IN_FAILURE_LIMIT_PER_EMAIL",
+)
 SHOW = (
     "import json, config.settings as s; print(json.dumps({'DEBUG': s.DEBUG, 'RATE_LIMITS': s.RATE_LIMITS, "
     "'AUTH': s.RATE_LIMIT_AUTH_FAILURES, 'BODY': s.DATA_UPLOAD_MAX_MEMORY_SIZE, 'HSTS': s.SECURE_HSTS_SECONDS, "

@@ -79,13 +79,17 @@ def test_a_replayed_204_has_no_body(admin, admin_key):
 
 def test_the_body_is_compared_as_parsed_json(admin):
     first = admin.post(
-        "/v1/users", data=b'{"email": "new@example.com", "name": "New"}', content_type="application/json",
+        "/v1/users",
+        data=b'{"email": "new@example.com", "name": "New"}',
+        content_type="application/json",
         HTTP_IDEMPOTENCY_KEY="k",
-    )  # fmt: skip
+    )
     again = admin.post(
-        "/v1/users", data=b'{ "name":"New",\n  "email":"new@example.com" }', content_type="application/json",
+        "/v1/users",
+        data=b'{ "name":"New",\n  "email":"new@example.com" }',
+        content_type="application/json",
         HTTP_IDEMPOTENCY_KEY="k",
-    )  # fmt: skip
+    )
 
     assert first.status_code == 201
     assert again["Idempotent-Replayed"] == "true"
@@ -354,14 +358,29 @@ def test_the_sweep_deletes_expired_records_in_batches_and_keeps_the_others(admin
     now = timezone.now()
     for n in range(5):
         IdempotencyRecord.objects.create(
-            api_key=admin_key, method="POST", path="/v1/users", key=f"old-{n}",
-            scope_digest=RequestScope(admin_key.pk, "POST", "/v1/users", f"old-{n}").digest, fingerprint="f",
-            status=201, body=b"{}", created_at=now - timedelta(days=2), expires_at=now - timedelta(days=1),
-        )  # fmt: skip
+            api_key=admin_key,
+            method="POST",
+            path="/v1/users",
+            key=f"old-{n}",
+            scope_digest=RequestScope(admin_key.pk, "POST", "/v1/users", f"old-{n}").digest,
+            fingerprint="f",
+            status=201,
+            body=b"{}",
+            created_at=now - timedelta(days=2),
+            expires_at=now - timedelta(days=1),
+        )
     IdempotencyRecord.objects.create(
-        api_key=admin_key, method="POST", path="/v1/users", key="fresh", scope_digest="fresh", fingerprint="f",
-        status=201, body=b"{}", created_at=now, expires_at=now + timedelta(hours=1),
-    )  # fmt: skip
+        api_key=admin_key,
+        method="POST",
+        path="/v1/users",
+        key="fresh",
+        scope_digest="fresh",
+        fingerprint="f",
+        status=201,
+        body=b"{}",
+        created_at=now,
+        expires_at=now + timedelta(hours=1),
+    )
 
     assert records_sweep(batch=2) == 5
     assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["fresh"]

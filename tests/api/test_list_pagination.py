@@ -26,8 +26,11 @@ def users(account) -> str:
     return "/v1/users"
 
 
-LISTS = {"channels": (channels, "meta", "per_page", "count"), "posts": (posts, "meta", "per_page", "count"),
-         "users": (users, "pagination", "limit", "total")}  # fmt: skip
+LISTS = {
+    "channels": (channels, "meta", "per_page", "count"),
+    "posts": (posts, "meta", "per_page", "count"),
+    "users": (users, "pagination", "limit", "total"),
+}
 
 
 @pytest.fixture(params=LISTS)

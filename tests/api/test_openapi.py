@@ -50,5 +50,11 @@ def test_the_schema_types_newsletter_channels_and_their_subscribers_each_operati
         assert {"401", "403", "404"} <= set(operation["responses"])
     assert "409" in schema["paths"]["/v1/channels/{channel_id}/subscribers"]["post"]["responses"]
     assert set(schema["components"]["schemas"]["Subscriber"]["properties"]) == {
-        "id", "email", "name", "status", "created_at", "confirmed_at", "unsubscribed_at"
-    }  # fmt: skip
+        "id",
+        "email",
+        "name",
+        "status",
+        "created_at",
+        "confirmed_at",
+        "unsubscribed_at",
+    }

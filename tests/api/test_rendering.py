@@ -188,9 +188,20 @@ def test_response_serializer_fields_still_describe_the_schema():
 
 @pytest.mark.parametrize(
     "accept",
-    [None, "", "*/*", "application/json", "application/json; indent=2", "application/*", "text/html",
-     "text/html, application/json;q=0.9", "application/json;q=0", "APPLICATION/JSON", " */*"],
-)  # fmt: skip
+    [
+        None,
+        "",
+        "*/*",
+        "application/json",
+        "application/json; indent=2",
+        "application/*",
+        "text/html",
+        "text/html, application/json;q=0.9",
+        "application/json;q=0",
+        "APPLICATION/JSON",
+        " */*",
+    ],
+)
 @pytest.mark.parametrize("query", ["", "format=json", "format=api", "a=format", "page=2"])
 def test_the_negotiation_chooses_what_drf_s_own_chooses(accept, query):
     from rest_framework.exceptions import NotAcceptable

@@ -55,7 +55,18 @@ def test_importing_every_bench_module_changes_neither_environment_nor_import_pat
 def test_python_m_bench_help_exits_zero_and_names_every_flag():
     result = run_python("-m", "bench", "--help")
     assert result.returncode == 0, result.stderr[-3000:]
-    for flag in ("--only", "--quick", "--duration", "--sweep", "--sweep-rounds", "--sweep-seconds",
-                 "--webhook-events", "--scale-sizes", "--publishing-posts", "--blog-sizes",
-                 "--newsletter-subscribers", "--feed-sizes"):  # fmt: skip
+    for flag in (
+        "--only",
+        "--quick",
+        "--duration",
+        "--sweep",
+        "--sweep-rounds",
+        "--sweep-seconds",
+        "--webhook-events",
+        "--scale-sizes",
+        "--publishing-posts",
+        "--blog-sizes",
+        "--newsletter-subscribers",
+        "--feed-sizes",
+    ):
         assert flag in result.stdout

@@ -88,8 +88,15 @@ def test_the_floors_refuse_a_body_without_a_title_and_another_accounts_channel(a
 
 
 def figures(rps: float, non_2xx: int = 0) -> dict:
-    return {"rps": rps, "requests": int(rps * 20), "p50": 50.0, "p99": 90.0, "non_2xx": non_2xx, "socket_errors": 0,
-            "cpu_ms": {"web": 10.0, "postgres": 5.0, "redis": 0.0, "wrk": 1.0, "other": 0.0}}  # fmt: skip
+    return {
+        "rps": rps,
+        "requests": int(rps * 20),
+        "p50": 50.0,
+        "p99": 90.0,
+        "non_2xx": non_2xx,
+        "socket_errors": 0,
+        "cpu_ms": {"web": 10.0, "postgres": 5.0, "redis": 0.0, "wrk": 1.0, "other": 0.0},
+    }
 
 
 def test_the_write_sections_verdicts_follow_the_ratio_and_say_whether_the_idempotency_figure_is_the_records():
@@ -101,8 +108,12 @@ def test_the_write_sections_verdicts_follow_the_ratio_and_say_whether_the_idempo
             writes.EDIT: {"endpoint": figures(90), "floor": figures(100), "If-Match": figures(80)},
         },
         "queries": {(w, name): 10 for w in writes.WRITES for name in ("endpoint", "floor", writes.HEADER[w])},
-        "idempotency_live": False, "duration": 20, "slices": 4, "load": (1.0, 2.0), "edited": 128,
-    }  # fmt: skip
+        "idempotency_live": False,
+        "duration": 20,
+        "slices": 4,
+        "load": (1.0, 2.0),
+        "edited": 128,
+    }
 
     text = "\n".join(writes.writes_section(result))
 

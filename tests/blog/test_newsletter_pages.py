@@ -496,8 +496,12 @@ def test_the_newsletters_pages_are_valid_html(client, letter, subscribe, setting
     }
     statuses = {name: response.status_code for name, response in pages.items()}
     assert statuses == {
-        **dict.fromkeys(pages, 200), "form-error": 400, "too-many": 429, "confirm-invalid": 404, "confirm-expired": 410,
-    }  # fmt: skip
+        **dict.fromkeys(pages, 200),
+        "form-error": 400,
+        "too-many": 429,
+        "confirm-invalid": 404,
+        "confirm-expired": 410,
+    }
 
     errors = validation_errors({name: response.content for name, response in pages.items()}, tmp_path)
 

@@ -11,8 +11,13 @@ def test_channel_changelist_renders_with_filters_and_search(admin_client):
     team = TeamFactory(name="Editorial")
     ChannelFactory(account=team.account, team=team, title="Company Blog", platform="git")
     ChannelFactory(team=None, platform="api")
-    for query, expected in (("", 2), ("?platform__exact=git", 1), (f"?team__id__exact={team.pk}", 1),
-                            ("?q=Company", 1), ("?q=Editorial", 1)):  # fmt: skip
+    for query, expected in (
+        ("", 2),
+        ("?platform__exact=git", 1),
+        (f"?team__id__exact={team.pk}", 1),
+        ("?q=Company", 1),
+        ("?q=Editorial", 1),
+    ):
         response = admin_client.get(f"/admin/channels/channel/{query}")
         assert response.status_code == 200
         assert response.context["cl"].result_count == expected, query

@@ -190,9 +190,12 @@ class Sample(ResponseSerializer):
 
 def test_a_response_serializer_renders_what_drfs_own_rendering_makes():
     item = SimpleNamespace(
-        title="T", count=3, password="never shown", parts=[SimpleNamespace(id=1, name="a")],
+        title="T",
+        count=3,
+        password="never shown",
+        parts=[SimpleNamespace(id=1, name="a")],
         when=datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC),
-    )  # fmt: skip
+    )
     assert Sample(item).data == serializers.Serializer.to_representation(Sample(), item), redo(
         SERIALIZERS, "render the plan from DRF's new field machinery"
     )
@@ -242,8 +245,10 @@ def test_set_rollback_marks_an_atomic_request_for_rollback(monkeypatch):
 def test_spectacular_maps_a_strict_serializer_through_its_basic_mapping():
     where = "apps/api/schema.py (StrictSerializerScheme.map_serializer)"
     assert list(inspect.signature(AutoSchema._map_basic_serializer).parameters) == [
-        "self", "serializer", "direction"
-    ], redo(where, "AutoSchema._map_basic_serializer's arguments changed")  # fmt: skip
+        "self",
+        "serializer",
+        "direction",
+    ], redo(where, "AutoSchema._map_basic_serializer's arguments changed")
     component = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]["UserCreateRequest"]
     assert component["additionalProperties"] is False, redo(where, "the extension is no longer applied")
     assert list(component["properties"]) == list(UserCreateSerializer().fields)
@@ -383,8 +388,9 @@ def test_the_mail_address_helpers_encode_as_the_mail_api_does():
         where, "sanitize_address changed (Django 6.0 reworks django.core.mail)"
     )
     assert forbid_multi_line_headers("To", "Zoë <zoe@example.com>", "utf-8") == (
-        "To", "=?utf-8?q?Zo=C3=AB?= <zoe@example.com>"
-    ), redo(where, "forbid_multi_line_headers changed")  # fmt: skip
+        "To",
+        "=?utf-8?q?Zo=C3=AB?= <zoe@example.com>",
+    ), redo(where, "forbid_multi_line_headers changed")
     with pytest.raises(BadHeaderError):
         forbid_multi_line_headers("To", "a@example.com\nBcc: b@example.com", "utf-8")
 
@@ -397,10 +403,13 @@ AXES = "apps/api/sign_in_limits.py (LoginFailureHandler, LoginFailureCounters)"
 def test_axes_cache_handler_asks_its_cache_only_what_login_failure_counters_answer():
     tree = ast.parse(textwrap.dedent(inspect.getsource(AxesCacheHandler)))
     calls = [
-        node for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "cache"
-    ]  # fmt: skip
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Attribute)
+        and node.func.value.attr == "cache"
+    ]
     assert calls, redo(AXES, "axes' handler no longer counts through self.cache")
     for call in calls:
         method = getattr(LoginFailureCounters, call.func.attr, None)
@@ -458,10 +467,12 @@ def test_kombu_publishes_through_the_filesystem_channels_put(tmp_path):
     for folder in folders.values():
         folder.mkdir()
     options = {
-        "data_folder_in": str(folders["queue"]), "data_folder_out": str(folders["queue"]),
-        "processed_folder": str(folders["processed"]), "control_folder": str(folders["control"]),
+        "data_folder_in": str(folders["queue"]),
+        "data_folder_out": str(folders["queue"]),
+        "processed_folder": str(folders["processed"]),
+        "control_folder": str(folders["control"]),
         "store_processed": False,
-    }  # fmt: skip
+    }
     with Connection("filesystem://", transport="config.broker:Transport", transport_options=options) as broker:
         queue = broker.SimpleQueue("internals")
         queue.put({"n": 1})
@@ -577,7 +588,10 @@ def test_make_run_gives_its_processes_its_own_wait_before_honcho_kills_them(tmp_
     target = f"internals-honcho: ; $(HONCHO) -f {tmp_path}/Procfile -d {tmp_path} start"
     result = subprocess.run(
         ["make", "-s", "STOP_WAIT=0", f"--eval={target}", "internals-honcho"],
-        cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "stubborn.1 stopped (rc=-9)" in result.stdout, redo(where, f"the wait was not honcho's: {result.stdout}")
     assert "ended by itself" not in result.stdout

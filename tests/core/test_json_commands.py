@@ -19,9 +19,15 @@ from tests.factories import ChannelFactory, GitDestinationFactory, PostFactory, 
 
 # What scripts read: these at least answer in JSON.
 SCRIPTED = {
-    "add_webhook", "connect_git", "connect_linkedin", "create_api_key", "recount_posts", "rotate_credentials",
-    "run_content_plan", "seed_demo",
-}  # fmt: skip
+    "add_webhook",
+    "connect_git",
+    "connect_linkedin",
+    "create_api_key",
+    "recount_posts",
+    "rotate_credentials",
+    "run_content_plan",
+    "seed_demo",
+}
 UNREACHABLE_DATABASE = "postgres://nobody@127.0.0.1:1/nothing"
 
 
@@ -80,8 +86,11 @@ def test_a_json_command_that_cannot_reach_its_database_says_so_in_json_on_stderr
     result = subprocess.run(
         [sys.executable, "manage.py", name, *required_arguments(name), "--json"],
         env={**env, "DATABASE_URL": UNREACHABLE_DATABASE},
-        cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1, result.stderr
     assert result.stdout == ""
     error = json_error(result.stderr)
@@ -96,9 +105,19 @@ def test_a_json_command_that_cannot_reach_its_database_says_so_in_json_on_stderr
 def test_create_api_key_prints_the_key_as_json_and_it_works(manage):
     owner = UserFactory(email="owner@example.com")
     code, out, err = manage(
-        "create_api_key", "--account", str(owner.account_id), "--user", "OWNER@example.com", "--name", "ci",
-        "--scopes", "read:posts", "--expires-in", "7", "--json",
-    )  # fmt: skip
+        "create_api_key",
+        "--account",
+        str(owner.account_id),
+        "--user",
+        "OWNER@example.com",
+        "--name",
+        "ci",
+        "--scopes",
+        "read:posts",
+        "--expires-in",
+        "7",
+        "--json",
+    )
     assert (code, err) == (0, "")
     created = json.loads(out)
     assert set(created) == {"id", "key", "name", "scopes", "expires_at", "account_id", "user"}

@@ -15,9 +15,32 @@ from hypothesis import strategies as st
 from apps.core.markdown import markdown_text, render_markdown, sanitize
 
 FORBIDDEN_TAGS = frozenset(
-    {"script", "iframe", "frame", "frameset", "object", "embed", "applet", "svg", "math", "style", "link", "form",
-     "input", "button", "textarea", "select", "base", "meta", "noscript", "template", "audio", "video", "source"}
-)  # fmt: skip
+    {
+        "script",
+        "iframe",
+        "frame",
+        "frameset",
+        "object",
+        "embed",
+        "applet",
+        "svg",
+        "math",
+        "style",
+        "link",
+        "form",
+        "input",
+        "button",
+        "textarea",
+        "select",
+        "base",
+        "meta",
+        "noscript",
+        "template",
+        "audio",
+        "video",
+        "source",
+    }
+)
 # Attributes whose value a browser loads or follows as an address.
 ADDRESS_ATTRIBUTES = frozenset(
     {"href", "src", "cite", "action", "formaction", "data", "poster", "background", "xlink:href", "ping", "lowsrc"}

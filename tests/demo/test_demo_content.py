@@ -18,9 +18,13 @@ def test_output_names_the_channels_and_the_api_cases(seeded):
     for account in seeded["accounts"]:
         assert set(account["channels"]) == {"blog", "git", "linkedin", "newsletter", "api"}
         assert set(account["posts"]) == {
-            "pending_with_record", "pending_without_record", "published_with_record", "draft", "scheduled_past",
+            "pending_with_record",
+            "pending_without_record",
+            "published_with_record",
+            "draft",
+            "scheduled_past",
             "scheduled_future",
-        }  # fmt: skip
+        }
         for label, channel_id in account["channels"].items():
             channel = Channel.objects.get(pk=channel_id)
             assert channel.account_id == account["id"]
@@ -97,16 +101,28 @@ def test_the_readme_walkthrough_works_on_demo_data(seeded):
 
 def test_seeding_twice_adds_nothing_and_restores_the_api_cases():
     first = seed()
-    counts = (Team.objects.count(), Channel.objects.count(), Post.objects.count(), Tag.objects.count(),
-              Media.objects.count(), ApiPublication.objects.count())  # fmt: skip
+    counts = (
+        Team.objects.count(),
+        Channel.objects.count(),
+        Post.objects.count(),
+        Tag.objects.count(),
+        Media.objects.count(),
+        ApiPublication.objects.count(),
+    )
     account = first["accounts"][0]
     pending = account["posts"]["pending_with_record"]
     client = bearer(account["keys"]["all"])
     assert client.patch(f"/v1/channels/{account['channels']['api']}/posts/{pending}/publish").status_code == 200
 
     second = seed()
-    assert (Team.objects.count(), Channel.objects.count(), Post.objects.count(), Tag.objects.count(),
-            Media.objects.count(), ApiPublication.objects.count()) == counts  # fmt: skip
+    assert (
+        Team.objects.count(),
+        Channel.objects.count(),
+        Post.objects.count(),
+        Tag.objects.count(),
+        Media.objects.count(),
+        ApiPublication.objects.count(),
+    ) == counts
     assert [(a["channels"], a["posts"]) for a in second["accounts"]] == [
         (a["channels"], a["posts"]) for a in first["accounts"]
     ]

@@ -57,9 +57,16 @@ def test_seed_demo_keys_behave_as_labelled():
     me = bearer(keys["all"]).get("/v1/me").json()["data"]
     assert me["account"]["id"] == account["id"]
     assert me["token"]["scopes"] == [
-        "read:channels", "read:posts", "read:media", "write:posts", "write:sso", "read:users", "write:users",
-        "read:subscribers", "write:subscribers",
-    ]  # fmt: skip
+        "read:channels",
+        "read:posts",
+        "read:media",
+        "write:posts",
+        "write:sso",
+        "read:users",
+        "write:users",
+        "read:subscribers",
+        "write:subscribers",
+    ]
     assert bearer(keys["read"]).get("/v1/me").json()["data"]["token"]["scopes"] == ["read:channels", "read:posts"]
     assert bearer(keys["none"]).get("/v1/me").json()["data"]["token"]["scopes"] == []
     assert bearer(keys["expired"]).get("/v1/me").status_code == 401

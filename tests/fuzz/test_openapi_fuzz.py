@@ -202,8 +202,10 @@ def test_every_error_of_adding_a_subscriber_matches_the_schema_of_its_status(liv
     newsletter = world["newsletter"]
     suppress(account_id=newsletter.account_id, email="bounced@example.com", reason=SuppressionReason.BOUNCE)
     viewer = ApiKeyFactory(user=UserFactory(account=newsletter.account, role=Role.VIEWER))
-    schema = schemathesis.openapi.from_url(f"{live_server.url}/v1/openapi.json", config=fuzz_config(
-        max_examples=1, coverage=False, newsletter_id=newsletter.pk))  # fmt: skip
+    schema = schemathesis.openapi.from_url(
+        f"{live_server.url}/v1/openapi.json",
+        config=fuzz_config(max_examples=1, coverage=False, newsletter_id=newsletter.pk),
+    )
     operation = schema["/v1/channels/{channel_id}/subscribers"]["POST"]
     sent = [
         (world["key"], {"email": EXAMPLE_READER}, 409, "conflict"),

@@ -72,8 +72,13 @@ def test_seed_demo_on_a_port_prints_a_curl_line_that_reaches_the_web_process_on_
     def manage(*args: str) -> str:
         return subprocess.run(
             [sys.executable, "manage.py", *args],
-            env=env, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=120, check=True,
-        ).stdout  # fmt: skip
+            env=env,
+            cwd=settings.BASE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
 
     manage("migrate", "--noinput", "-v0")
     printed = manage("seed_demo")

@@ -16,10 +16,12 @@ def channel(tmp_path):
     for folder in folders.values():
         folder.mkdir()
     options = {
-        "data_folder_in": str(folders["queue"]), "data_folder_out": str(folders["queue"]),
-        "processed_folder": str(folders["processed"]), "control_folder": str(folders["control"]),
+        "data_folder_in": str(folders["queue"]),
+        "data_folder_out": str(folders["queue"]),
+        "processed_folder": str(folders["processed"]),
+        "control_folder": str(folders["control"]),
         "store_processed": False,
-    }  # fmt: skip
+    }
     with Connection("filesystem://", transport="config.broker:Transport", transport_options=options) as connection:
         yield connection.channel()
 

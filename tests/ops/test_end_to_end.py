@@ -49,8 +49,11 @@ def test_scheduled_api_post_walks_the_whole_workflow_with_signed_events(client_f
     bodies = [json.loads(r.body) for r in requests]
     assert [b["event"] for b in bodies] == kinds
     assert [b["data"]["post"]["publication_status"] for b in bodies] == [
-        "publishing_pending", "published", "published", "draft",
-    ]  # fmt: skip
+        "publishing_pending",
+        "published",
+        "published",
+        "draft",
+    ]
     assert bodies[1]["data"]["post"]["published_at"] is not None
     assert bodies[2]["data"]["post"]["title"] == "Edited after publishing"
     assert bodies[3]["data"]["post"]["published_at"] is None

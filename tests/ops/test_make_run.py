@@ -24,13 +24,30 @@ def make_run(tmp_path):
     env = EmbeddedDefault(tmp_path, "http://127.0.0.1:9").env
     with output.open("w") as log:
         make = subprocess.Popen(
-            ["make", "--no-print-directory", f"PY={sys.executable}", f"PORT={env['PORT']}",
-             "RUN_PROCESSES=-e /dev/null web beat", "--eval", "run-test: ; $(START)", "run-test"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                "make",
+                "--no-print-directory",
+                f"PY={sys.executable}",
+                f"PORT={env['PORT']}",
+                "RUN_PROCESSES=-e /dev/null web beat",
+                "--eval",
+                "run-test: ; $(START)",
+                "run-test",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
-        wait_until(lambda: ("Listening at" in output.read_text() and "beat: Starting" in output.read_text())
-                   or make.poll() is not None, timeout=60)  # fmt: skip
+        wait_until(
+            lambda: (
+                ("Listening at" in output.read_text() and "beat: Starting" in output.read_text())
+                or make.poll() is not None
+            ),
+            timeout=60,
+        )
         assert make.poll() is None, output.read_text()
         yield make, output
     finally:

@@ -29,8 +29,11 @@ def fresh_checkout(destination: Path) -> Path:
     working tree: nothing the processes create (var/, staticfiles/, db.sqlite3, .env) comes along."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=settings.BASE_DIR, capture_output=True, check=True, timeout=30,
-    ).stdout.decode()  # fmt: skip
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        check=True,
+        timeout=30,
+    ).stdout.decode()
     for name in filter(None, listed.split("\0")):
         source = settings.BASE_DIR / name
         if source.is_file():  # a file deleted in the working tree is not part of the next commit

@@ -46,9 +46,11 @@ def save_a_post(site: EmbeddedDefault) -> None:
     """An edit of a published post: one `post.updated` delivery, handed to the broker on commit."""
     post = site.seed["editors"][0]["post"]
     site.manage(
-        "shell", "-c", "from apps.posts.models import Post; from apps.posts.services import post_update_content; "
+        "shell",
+        "-c",
+        "from apps.posts.models import Post; from apps.posts.services import post_update_content; "
         f"post_update_content(post=Post.objects.get(pk={post}), title='Edited before stopping')",
-    )  # fmt: skip
+    )
 
 
 def deliveries_and_attempts(site: EmbeddedDefault) -> list[str]:
@@ -69,8 +71,12 @@ def test_ctrl_c_on_make_run_lets_the_worker_record_an_attempt_that_outlasts_honc
     with output.open("w") as log:
         make = subprocess.Popen(
             ["make", "-s", "--no-print-directory", f"PY={sys.executable}", "--eval", target, "stop-test"],
-            cwd=ROOT, env=site.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=site.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         wait_until(lambda: " ready." in output.read_text() or make.poll() is not None, timeout=60)
         assert make.poll() is None, output.read_text()

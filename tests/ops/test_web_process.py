@@ -35,20 +35,44 @@ def test_the_web_settings_have_defaults_that_run_on_one_machine():
     result = loaded()
     assert result.returncode == 0, result.stderr
     assert result.stdout.split(" ", 9) == [
-        "('127.0.0.1',", "8000)", "3", "2", "10", "30", "1024", "True", "False", "(IPv4Network('127.0.0.1/32'),)\n",
-    ]  # fmt: skip
+        "('127.0.0.1',",
+        "8000)",
+        "3",
+        "2",
+        "10",
+        "30",
+        "1024",
+        "True",
+        "False",
+        "(IPv4Network('127.0.0.1/32'),)\n",
+    ]
 
 
 def test_the_web_settings_are_read_from_the_environment():
     result = loaded(
-        PORT="9001", WEB_CONCURRENCY="3", WEB_THREADS="8", WEB_HEADER_TIMEOUT="5", WEB_BODY_TIMEOUT="60",
-        WEB_MAX_MEMORY="", WEB_PRELOAD="no", WEB_ACCESS_LOG="true", FORWARDED_ALLOW_IPS="10.0.0.0/8, ::1",
-    )  # fmt: skip
+        PORT="9001",
+        WEB_CONCURRENCY="3",
+        WEB_THREADS="8",
+        WEB_HEADER_TIMEOUT="5",
+        WEB_BODY_TIMEOUT="60",
+        WEB_MAX_MEMORY="",
+        WEB_PRELOAD="no",
+        WEB_ACCESS_LOG="true",
+        FORWARDED_ALLOW_IPS="10.0.0.0/8, ::1",
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split(" ", 9) == [
-        "('127.0.0.1',", "9001)", "3", "8", "5", "60", "None", "False", "True",
+        "('127.0.0.1',",
+        "9001)",
+        "3",
+        "8",
+        "5",
+        "60",
+        "None",
+        "False",
+        "True",
         "(IPv4Network('10.0.0.0/8'), IPv6Network('::1/128'))\n",
-    ]  # fmt: skip
+    ]
     assert loaded(BIND="[::1]:8123", PORT="9001").stdout.startswith("('::1', 8123) ")
     assert loaded(FORWARDED_ALLOW_IPS="*").stdout.endswith("('*',)\n")
 
@@ -92,9 +116,13 @@ def test_a_setting_granian_has_no_counterpart_for_stops_the_web_process_at_start
     """WEB_TIMEOUT, WEB_KEEPALIVE and WEB_MAX_REQUESTS were gunicorn's: a deployment that sets one
     is told, instead of believing it in force."""
     result = subprocess.run(
-        [sys.executable, "-m", "config.web"], env={**environment_without_web_settings(), "WEB_MAX_REQUESTS": "1000"},
-        cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-m", "config.web"],
+        env={**environment_without_web_settings(), "WEB_MAX_REQUESTS": "1000"},
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode != 0
     assert "WEB_MAX_REQUESTS is no longer read by the web process" in result.stderr
 
@@ -105,9 +133,15 @@ def environment_without_web_settings() -> dict:
 
 def test_granians_options_are_the_settings():
     web = SimpleNamespace(
-        WEB_BIND=("192.0.2.1", 8080), WEB_CONCURRENCY=3, WEB_HEADER_TIMEOUT=7, WEB_ACCESS_LOG=False,
-        WEB_MAX_MEMORY=512, WEB_MEMORY_CHECK_INTERVAL=20, WEB_GRACEFUL_TIMEOUT=25, WEB_RUNTIME_MODE="st",
-    )  # fmt: skip
+        WEB_BIND=("192.0.2.1", 8080),
+        WEB_CONCURRENCY=3,
+        WEB_HEADER_TIMEOUT=7,
+        WEB_ACCESS_LOG=False,
+        WEB_MAX_MEMORY=512,
+        WEB_MEMORY_CHECK_INTERVAL=20,
+        WEB_GRACEFUL_TIMEOUT=25,
+        WEB_RUNTIME_MODE="st",
+    )
     options = server_options(web)
     assert (options["address"], options["port"], options["workers"]) == ("192.0.2.1", 8080, 3)
     assert options["runtime_mode"] == "st"
@@ -157,9 +191,13 @@ def test_replaced_workers_of_the_preloaded_application_keep_answering(start_web)
     through the master: every answer is right before, during and after the replacement."""
     key = ApiKeyFactory()
     web = start_web(
-        WEB_CONCURRENCY=1, WEB_THREADS=1, WEB_MAX_MEMORY=1, WEB_MEMORY_CHECK_INTERVAL=1, REDIS_URL=settings.REDIS_URL,
+        WEB_CONCURRENCY=1,
+        WEB_THREADS=1,
+        WEB_MAX_MEMORY=1,
+        WEB_MEMORY_CHECK_INTERVAL=1,
+        REDIS_URL=settings.REDIS_URL,
         RATE_LIMIT_FREE=1_000_000,  # the counters on Redis outlive a test run, and account ids repeat
-    )  # fmt: skip
+    )
 
     def me() -> None:
         response = requests.get(f"{web.url}/v1/me", headers={"Authorization": f"Bearer {key.raw}"}, timeout=10)
@@ -179,10 +217,17 @@ def test_replaced_workers_of_the_preloaded_application_keep_answering(start_web)
 
 def scope(client: str = "127.0.0.1", headers: tuple = ()) -> dict:
     return {
-        "type": "http", "method": "GET", "path": "/v1/me", "raw_path": b"/v1/%C3%A9t%C3%A9", "query_string": b"a=1",
-        "scheme": "http", "http_version": "1.1", "server": ("127.0.0.1", 8000), "client": (client, 50000),
+        "type": "http",
+        "method": "GET",
+        "path": "/v1/me",
+        "raw_path": b"/v1/%C3%A9t%C3%A9",
+        "query_string": b"a=1",
+        "scheme": "http",
+        "http_version": "1.1",
+        "server": ("127.0.0.1", 8000),
+        "client": (client, 50000),
         "headers": [(b"host", b"localhost"), *headers],
-    }  # fmt: skip
+    }
 
 
 PROXIES = (ipaddress.ip_network("10.0.0.0/8"),)
@@ -190,10 +235,17 @@ PROXIES = (ipaddress.ip_network("10.0.0.0/8"),)
 
 def test_the_application_gets_the_environ_gunicorn_gave_it():
     environ = build_environ(
-        scope(headers=((b"x-forwarded-for", b"1.2.3.4"), (b"x_forwarded_for", b"5.6.7.8"), (b"accept", b"a"),
-                       (b"accept", b"b"), (b"content-type", b"application/json"))),
+        scope(
+            headers=(
+                (b"x-forwarded-for", b"1.2.3.4"),
+                (b"x_forwarded_for", b"5.6.7.8"),
+                (b"accept", b"a"),
+                (b"accept", b"b"),
+                (b"content-type", b"application/json"),
+            )
+        ),
         PROXIES,
-    )  # fmt: skip
+    )
     assert environ["PATH_INFO"] == "/v1/été".encode().decode("latin-1")  # PEP 3333: the bytes as latin-1
     assert (environ["QUERY_STRING"], environ["REMOTE_ADDR"], environ["SERVER_PROTOCOL"]) == (
         "a=1",

@@ -48,10 +48,17 @@ def form_data(post: Post | None = None, *, media: list[dict] | None = None, **ch
         }
         if media is None:
             media = [
-                {"id": m.pk, "position": m.position, "kind": m.kind, "url": m.url, "alt_text": m.alt_text,
-                 "width": m.width or "", "height": m.height or ""}
+                {
+                    "id": m.pk,
+                    "position": m.position,
+                    "kind": m.kind,
+                    "url": m.url,
+                    "alt_text": m.alt_text,
+                    "width": m.width or "",
+                    "height": m.height or "",
+                }
                 for m in post.media.all()
-            ]  # fmt: skip
+            ]
     values |= changes
     media = media or []
     scheduled_at = values.pop("scheduled_at")
@@ -82,8 +89,13 @@ def messages_of(response) -> list[str]:
 def test_changelist_renders_with_every_filter_and_search(admin_client):
     team = TeamFactory()
     PostFactory(channel=ChannelFactory(account=team.account, team=team, platform="api"))
-    for query in ("", "?publication_status__exact=draft", "?channel__platform__exact=api",
-                  f"?channel__team__id__exact={team.pk}", "?q=Post"):  # fmt: skip
+    for query in (
+        "",
+        "?publication_status__exact=draft",
+        "?channel__platform__exact=api",
+        f"?channel__team__id__exact={team.pk}",
+        "?q=Post",
+    ):
         response = admin_client.get(CHANGELIST + query)
         assert response.status_code == 200, query
         assert response.context["cl"].result_count == 1, query
@@ -131,13 +143,34 @@ def test_media_inline_changes_go_through_the_service(admin_client):
     post = PostFactory()
     keep, drop = MediaFactory.create_batch(2, post=post)
     rows = [
-        {"id": keep.pk, "position": 1, "kind": "image", "url": "https://cdn.example.com/kept.png", "alt_text": "",
-         "width": "", "height": ""},
-        {"id": drop.pk, "position": 0, "kind": "image", "url": drop.url, "alt_text": "", "width": "", "height": "",
-         "DELETE": "on"},
-        {"position": 0, "kind": "video", "url": "https://cdn.example.com/new.mp4", "alt_text": "Clip", "width": "",
-         "height": ""},
-    ]  # fmt: skip
+        {
+            "id": keep.pk,
+            "position": 1,
+            "kind": "image",
+            "url": "https://cdn.example.com/kept.png",
+            "alt_text": "",
+            "width": "",
+            "height": "",
+        },
+        {
+            "id": drop.pk,
+            "position": 0,
+            "kind": "image",
+            "url": drop.url,
+            "alt_text": "",
+            "width": "",
+            "height": "",
+            "DELETE": "on",
+        },
+        {
+            "position": 0,
+            "kind": "video",
+            "url": "https://cdn.example.com/new.mp4",
+            "alt_text": "Clip",
+            "width": "",
+            "height": "",
+        },
+    ]
     with mock.patch.object(posts_admin, "post_update_content", wraps=posts_admin.post_update_content) as service:
         response = admin_client.post(change_url(post), form_data(post, media=rows))
     assert response.status_code == 302
@@ -154,10 +187,22 @@ def test_add_creates_through_the_service_with_tags_and_media(admin_client):
     channel = ChannelFactory()
     tag = TagFactory(account=channel.account)
     data = form_data(
-        channel=channel.pk, title="Fresh", slug="fresh", body="Hi", tags=[tag.pk],
-        media=[{"position": 0, "kind": "image", "url": "https://cdn.example.com/f.png", "alt_text": "", "width": 10,
-                "height": 10}],
-    )  # fmt: skip
+        channel=channel.pk,
+        title="Fresh",
+        slug="fresh",
+        body="Hi",
+        tags=[tag.pk],
+        media=[
+            {
+                "position": 0,
+                "kind": "image",
+                "url": "https://cdn.example.com/f.png",
+                "alt_text": "",
+                "width": 10,
+                "height": 10,
+            }
+        ],
+    )
     with mock.patch.object(posts_admin, "post_create", wraps=posts_admin.post_create) as service:
         response = admin_client.post("/admin/posts/post/add/", data)
     assert response.status_code == 302

@@ -133,5 +133,9 @@ def test_the_migration_fills_teasers_and_slugs_of_existing_posts():
 
     filled = {post.pk: (post.slug, post.teaser) for post in Post.objects.filter(pk__in=[row.pk for row in rows])}
     assert [filled[row.pk] for row in rows] == [
-        ("same", ""), ("same-2", ""), ("same-3", "Kept"), ("same", ""), ("post", ""),
-    ]  # fmt: skip
+        ("same", ""),
+        ("same-2", ""),
+        ("same-3", "Kept"),
+        ("same", ""),
+        ("post", ""),
+    ]

@@ -9,9 +9,21 @@ from tests.factories import ApiPublicationFactory, ChannelFactory, MediaFactory,
 pytestmark = pytest.mark.django_db
 
 SPEC_FIELDS = {
-    "id", "title", "body", "teaser", "slug", "publication_status", "created_at", "updated_at", "published_at",
-    "meta_title", "meta_description", "tags", "media", "channel",
-}  # fmt: skip
+    "id",
+    "title",
+    "body",
+    "teaser",
+    "slug",
+    "publication_status",
+    "created_at",
+    "updated_at",
+    "published_at",
+    "meta_title",
+    "meta_description",
+    "tags",
+    "media",
+    "channel",
+}
 # The spec's "full post at the time of the event" also holds the external references.
 FIELDS = SPEC_FIELDS | {"external_id", "external_url"}
 

@@ -22,8 +22,11 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 READ, WRITE, PUBLISH, DELETE = (
-    Permission.ARTICLES_READ, Permission.ARTICLES_WRITE, Permission.ARTICLES_PUBLISH, Permission.ARTICLES_DELETE
-)  # fmt: skip
+    Permission.ARTICLES_READ,
+    Permission.ARTICLES_WRITE,
+    Permission.ARTICLES_PUBLISH,
+    Permission.ARTICLES_DELETE,
+)
 
 
 @pytest.fixture
@@ -93,9 +96,10 @@ def test_tags_are_the_accounts_own_and_new_names_make_tags(authed, channel):
 def test_a_post_created_scheduled_keeps_its_time(authed, channel):
     when = future(5)
     response = authed.post(
-        posts_url(channel), {"post": {"title": "Later", "publication_status": "scheduled", "scheduled_at": when}},
+        posts_url(channel),
+        {"post": {"title": "Later", "publication_status": "scheduled", "scheduled_at": when}},
         format="json",
-    )  # fmt: skip
+    )
     assert response.status_code == 201, response.json()
     data = response.json()["data"]
     assert data["publication_status"] == "scheduled"
@@ -152,12 +156,15 @@ def test_a_blog_post_cannot_await_an_external_system(authed, channel):
         ({"post": {"title": "T", "publication_status": "live"}}, "publication_status", "invalid_choice"),
         ({"post": {"title": "T", "publication_status": "scheduled"}}, "scheduled_at", "required"),
         ({"post": {"title": "T", "scheduled_at": "2030-01-01T00:00:00Z"}}, "scheduled_at", "only_when_scheduled"),
-        ({"post": {"title": "T", "publication_status": "scheduled", "scheduled_at": "2001-01-01T00:00:00Z"}},
-         "scheduled_at", "future"),
+        (
+            {"post": {"title": "T", "publication_status": "scheduled", "scheduled_at": "2001-01-01T00:00:00Z"}},
+            "scheduled_at",
+            "future",
+        ),
         ({"title": "T"}, "post", "required"),
         ({"post": "T"}, "post", "invalid"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_a_validation_error_naming_the_field_and_rule(authed, channel, body, field, rule):
     response = authed.post(posts_url(channel), body, format="json")
     assert response.status_code == 400, response.json()
@@ -202,7 +209,7 @@ def test_another_accounts_channel_is_not_found(authed):
         ([WRITE, PUBLISH], ("delete", None), False),
         ([DELETE], ("delete", None), True),
     ],
-)  # fmt: skip
+)
 def test_a_key_acts_with_its_owners_permissions_whatever_its_scopes(client_for, permissions, request_, allowed):
     key = key_with(*permissions)
     channel = ChannelFactory(account=key.account)

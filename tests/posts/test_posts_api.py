@@ -21,9 +21,18 @@ pytestmark = pytest.mark.django_db
 CHANNEL_LIST_FIELDS = {"id", "title", "platform", "team", "posts_count"}
 LIST_FIELDS = {"id", "title", "teaser", "slug", "publication_status", "created_at", "updated_at", "channel"}
 DETAIL_FIELDS = LIST_FIELDS | {
-    "body", "published_at", "tags", "media", "meta_title", "meta_description", "external_id", "external_url",
-    "url", "publication", "scheduled_at",
-}  # fmt: skip
+    "body",
+    "published_at",
+    "tags",
+    "media",
+    "meta_title",
+    "meta_description",
+    "external_id",
+    "external_url",
+    "url",
+    "publication",
+    "scheduled_at",
+}
 
 
 @pytest.fixture
@@ -86,9 +95,15 @@ def test_detail_has_every_field_of_the_single_post_form(authed, channel):
     assert data["tags"] == [{"id": alpha.id, "name": "alpha"}, {"id": beta.id, "name": "beta"}]
     assert data["media"] == [
         {"id": first.id, "kind": "image", "url": first.url, "alt_text": "Cover", "width": 1200, "height": 630},
-        {"id": second.id, "kind": "video", "url": "https://cdn.example.com/v.mp4", "alt_text": "An image",
-         "width": None, "height": 600},
-    ]  # fmt: skip
+        {
+            "id": second.id,
+            "kind": "video",
+            "url": "https://cdn.example.com/v.mp4",
+            "alt_text": "An image",
+            "width": None,
+            "height": 600,
+        },
+    ]
     assert set(data["channel"]) == CHANNEL_LIST_FIELDS
     assert data["channel"]["posts_count"] == 1
 
@@ -177,9 +192,14 @@ def test_post_of_another_channel_is_not_found_under_this_channel(authed, channel
 
 @pytest.mark.parametrize(
     "path",
-    ["/v1/channels/{c}/posts/abc", "/v1/channels/x/posts/{p}", "/v1/posts/abc", "/v1/posts/{big}",
-     "/v1/channels/{c}/posts/{big}"],
-)  # fmt: skip
+    [
+        "/v1/channels/{c}/posts/abc",
+        "/v1/channels/x/posts/{p}",
+        "/v1/posts/abc",
+        "/v1/posts/{big}",
+        "/v1/channels/{c}/posts/{big}",
+    ],
+)
 def test_malformed_or_huge_post_ids_are_json_404s(authed, channel, path):
     post = PostFactory(channel=channel)
     response = authed.get(path.format(c=channel.id, p=post.id, big=10**30))

@@ -18,9 +18,23 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 WORKFLOW_FIELDS = {
-    "id", "title", "teaser", "slug", "publication_status", "created_at", "updated_at", "channel", "body",
-    "published_at", "tags", "media", "meta_title", "meta_description", "external_id", "external_url",
-}  # fmt: skip
+    "id",
+    "title",
+    "teaser",
+    "slug",
+    "publication_status",
+    "created_at",
+    "updated_at",
+    "channel",
+    "body",
+    "published_at",
+    "tags",
+    "media",
+    "meta_title",
+    "meta_description",
+    "external_id",
+    "external_url",
+}
 
 
 def publish_url(post: Post, channel_id: int | None = None) -> str:

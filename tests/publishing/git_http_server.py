@@ -54,8 +54,9 @@ class GitHttpServer:
         def app(environ, start_response):
             self.requests.append(environ["PATH_INFO"])
             if _password(environ) != self.token:
-                start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="git"'),
-                                                    ("Content-Type", "text/plain")])  # fmt: skip
+                start_response(
+                    "401 Unauthorized", [("WWW-Authenticate", 'Basic realm="git"'), ("Content-Type", "text/plain")]
+                )
                 return [b"Authentication required\n"]
             return git_app(environ, start_response)
 

@@ -115,9 +115,15 @@ class GitSshServer:
                 return username == "git" and key.public_data == server.authorized
 
         self._acceptor = await asyncssh.create_server(
-            _Server, "127.0.0.1", self.port, server_host_keys=[self.host_key], process_factory=self._serve,
-            encoding=None, line_editor=False, allow_scp=False,
-        )  # fmt: skip
+            _Server,
+            "127.0.0.1",
+            self.port,
+            server_host_keys=[self.host_key],
+            process_factory=self._serve,
+            encoding=None,
+            line_editor=False,
+            allow_scp=False,
+        )
         self.port = self._acceptor.get_port()
 
     async def _close(self) -> None:
@@ -154,9 +160,14 @@ class GitSshServer:
         if protocol:
             env["GIT_PROTOCOL"] = protocol
         git = await asyncio.create_subprocess_exec(
-            GIT, COMMANDS[argv[0]], str(repository), env=env,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            GIT,
+            COMMANDS[argv[0]],
+            str(repository),
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
 
         async def into_git() -> None:
             try:

@@ -69,9 +69,15 @@ def test_a_published_git_post_shows_its_publication_with_the_commit_and_the_page
 
     assert set(publication) == PUBLICATION_FIELDS
     assert {name: publication[name] for name in PUBLICATION_FIELDS - {"updated_at"}} == {
-        "id": job.pk, "action": "publish", "state": "succeeded", "attempts": 1, "last_error": None,
-        "reference": head(bare_repo).decode(), "url": "https://docs.example.com/shipped/", "recipients": None,
-    }  # fmt: skip
+        "id": job.pk,
+        "action": "publish",
+        "state": "succeeded",
+        "attempts": 1,
+        "last_error": None,
+        "reference": head(bare_repo).decode(),
+        "url": "https://docs.example.com/shipped/",
+        "recipients": None,
+    }
     assert publication["updated_at"].endswith("Z") and parsed(publication["updated_at"]) == job.updated_at
 
 
@@ -144,8 +150,9 @@ def test_a_jobs_change_is_seen_at_the_very_next_request_though_the_post_is_cache
     response = api.get(url, HTTP_IF_NONE_MATCH=first["ETag"])
     assert response.status_code == 200
     assert (response.json()["data"]["publication"]["state"], response.json()["data"]["publication"]["attempts"]) == (
-        "running", 1,
-    )  # fmt: skip
+        "running",
+        1,
+    )
 
     PublicationJob.objects.filter(pk=job.pk).update(state="queued", locked_until=None)
     channel_run(git_channel.pk)

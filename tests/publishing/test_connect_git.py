@@ -64,12 +64,20 @@ def test_connect_git_sets_a_channel_up_with_a_token_from_the_environment(run, gi
     printed = json.loads(out)
     destination = GitDestination.objects.get(channel=git_only)
     assert printed == {
-        "channel_id": git_only.pk, "repository_url": "https://git.example.com/team/site.git", "branch": "main",
-        "path_template": "content/posts/{slug}.md", "author_name": "Content Publishing",
-        "author_email": "publishing@example.com", "token_username": "x-access-token", "has_token": True,
-        "has_ssh_key": False, "has_known_hosts": False, "unpublish_keeps_file": False, "post_url_template": "",
+        "channel_id": git_only.pk,
+        "repository_url": "https://git.example.com/team/site.git",
+        "branch": "main",
+        "path_template": "content/posts/{slug}.md",
+        "author_name": "Content Publishing",
+        "author_email": "publishing@example.com",
+        "token_username": "x-access-token",
+        "has_token": True,
+        "has_ssh_key": False,
+        "has_known_hosts": False,
+        "unpublish_keeps_file": False,
+        "post_url_template": "",
         "commit_url_template": "",
-    }  # fmt: skip
+    }
     assert not SECRET_FIELDS & set(printed)
     assert TOKEN not in out and TOKEN not in destination.token_encrypted
     assert crypto.decrypt(destination.token_encrypted) == TOKEN
@@ -88,23 +96,43 @@ def test_connect_git_without_json_says_in_one_sentence_what_it_set_up(run, git_o
 def test_a_second_run_with_other_options_changes_the_set_up_and_keeps_the_token(
     run, git_only, token_env, private_targets
 ):
-    run(git_only.pk, "--url", "https://git.example.com/team/site.git", "--token-env", token_env,
-        "--author-name", "Site Bot", "--author-email", "bot@example.com", "--json")  # fmt: skip
+    run(
+        git_only.pk,
+        "--url",
+        "https://git.example.com/team/site.git",
+        "--token-env",
+        token_env,
+        "--author-name",
+        "Site Bot",
+        "--author-email",
+        "bot@example.com",
+        "--json",
+    )
 
     code, out, err = run(
-        git_only.pk, "--url", "https://git.example.com/team/new-site.git", "--branch", "pages",
-        "--path", "blog/{year}/{slug}.md", "--json",
-    )  # fmt: skip
+        git_only.pk,
+        "--url",
+        "https://git.example.com/team/new-site.git",
+        "--branch",
+        "pages",
+        "--path",
+        "blog/{year}/{slug}.md",
+        "--json",
+    )
 
     assert (code, err) == (0, "")
     printed = json.loads(out)
     assert (printed["repository_url"], printed["branch"], printed["path_template"]) == (
-        "https://git.example.com/team/new-site.git", "pages", "blog/{year}/{slug}.md",
-    )  # fmt: skip
+        "https://git.example.com/team/new-site.git",
+        "pages",
+        "blog/{year}/{slug}.md",
+    )
     # What this run did not name stays as the first run set it.
     assert (printed["author_name"], printed["author_email"], printed["has_token"]) == (
-        "Site Bot", "bot@example.com", True,
-    )  # fmt: skip
+        "Site Bot",
+        "bot@example.com",
+        True,
+    )
     assert GitDestination.objects.count() == 1
     assert GitDestination.objects.get(channel=git_only).token() == TOKEN
 
@@ -127,12 +155,18 @@ def test_a_channel_set_up_by_connect_git_publishes_into_the_repository(run, git_
         (["424242", "--url", "https://git.example.com/a/b.git"], "not_found", "No channel with id 424242."),
         (["{blog}", "--url", "https://git.example.com/a/b.git"], "invalid_platform", "Only git channels publish"),
         (["{git}", "--url", "ftp://git.example.com/a/b.git"], "VALIDATION_ERROR", "is not a repository URL"),
-        (["{git}", "--url", "https://git.example.com/a/b.git", "--path", "../{slug}.md"], "VALIDATION_ERROR",
-         "empty, '.' and '..' parts are refused"),
-        (["{git}", "--url", "https://git.example.com/a/b.git", "--token-env", "NO_SUCH_TOKEN_VARIABLE"],
-         "missing_token", "The environment variable NO_SUCH_TOKEN_VARIABLE is not set or empty."),
+        (
+            ["{git}", "--url", "https://git.example.com/a/b.git", "--path", "../{slug}.md"],
+            "VALIDATION_ERROR",
+            "empty, '.' and '..' parts are refused",
+        ),
+        (
+            ["{git}", "--url", "https://git.example.com/a/b.git", "--token-env", "NO_SUCH_TOKEN_VARIABLE"],
+            "missing_token",
+            "The environment variable NO_SUCH_TOKEN_VARIABLE is not set or empty.",
+        ),
     ],
-)  # fmt: skip
+)
 def test_errors_are_json_on_stderr_with_a_non_zero_exit_when_json_is_asked_for(
     run, git_only, private_targets, monkeypatch, args, code, message
 ):
@@ -170,8 +204,16 @@ def test_a_token_and_an_ssh_key_together_are_a_json_usage_error(run, git_only, t
     key_file = tmp_path / "key"
     key_file.write_text(ed25519_pair()[0])
 
-    exit_code, _, err = run(git_only.pk, "--url", "git@git.example.com:a/b.git", "--token-env", token_env,
-                            "--ssh-key-file", key_file, "--json")  # fmt: skip
+    exit_code, _, err = run(
+        git_only.pk,
+        "--url",
+        "git@git.example.com:a/b.git",
+        "--token-env",
+        token_env,
+        "--ssh-key-file",
+        key_file,
+        "--json",
+    )
 
     assert exit_code != 0
     assert json_error(err)["code"] == "usage" and "not allowed with argument" in json_error(err)["message"]
@@ -182,11 +224,13 @@ def test_a_token_and_an_ssh_key_together_are_a_json_usage_error(run, git_only, t
     [
         (["424242", "--url", "https://git.example.com/a/b.git"], "No channel with id 424242."),
         (["{git}", "--url", "ftp://git.example.com/a/b.git"], "is not a repository URL"),
-        (["{git}", "--url", "https://git.example.com/a/b.git", "--token-env", "NO_SUCH_TOKEN_VARIABLE"],
-         "NO_SUCH_TOKEN_VARIABLE is not set or empty"),
+        (
+            ["{git}", "--url", "https://git.example.com/a/b.git", "--token-env", "NO_SUCH_TOKEN_VARIABLE"],
+            "NO_SUCH_TOKEN_VARIABLE is not set or empty",
+        ),
         (["{git}"], "the following arguments are required: --url"),
     ],
-)  # fmt: skip
+)
 def test_without_json_errors_are_a_plain_command_error(git_only, private_targets, monkeypatch, args, message):
     monkeypatch.delenv("NO_SUCH_TOKEN_VARIABLE", raising=False)
 
@@ -210,8 +254,16 @@ def test_an_ssh_deploy_key_and_the_hosts_keys_are_stored_the_key_encrypted(run, 
     key_file.write_text(private_key)
     hosts_file.write_text(f"git.example.com {host_key}\n")
 
-    code, out, err = run(git_only.pk, "--url", "git@git.example.com:team/site.git", "--ssh-key-file", key_file,
-                         "--known-hosts-file", hosts_file, "--json")  # fmt: skip
+    code, out, err = run(
+        git_only.pk,
+        "--url",
+        "git@git.example.com:team/site.git",
+        "--ssh-key-file",
+        key_file,
+        "--known-hosts-file",
+        hosts_file,
+        "--json",
+    )
 
     assert (code, err) == (0, "")
     printed = json.loads(out)
@@ -228,8 +280,9 @@ def test_an_ssh_repository_without_the_hosts_keys_is_refused(run, git_only, tmp_
     key_file = tmp_path / "deploy_key"
     key_file.write_text(ed25519_pair()[0])
 
-    code, _, err = run(git_only.pk, "--url", "ssh://git@git.example.com/team/site.git", "--ssh-key-file", key_file,
-                       "--json")  # fmt: skip
+    code, _, err = run(
+        git_only.pk, "--url", "ssh://git@git.example.com/team/site.git", "--ssh-key-file", key_file, "--json"
+    )
 
     assert code == 1
     error = json_error(err)
@@ -243,8 +296,16 @@ def test_a_file_that_is_not_a_private_key_is_refused(run, git_only, tmp_path, pr
     key_file.write_text(host_key)  # the public half, a common slip
     hosts_file.write_text(f"git.example.com {host_key}\n")
 
-    code, _, err = run(git_only.pk, "--url", "git@git.example.com:team/site.git", "--ssh-key-file", key_file,
-                       "--known-hosts-file", hosts_file, "--json")  # fmt: skip
+    code, _, err = run(
+        git_only.pk,
+        "--url",
+        "git@git.example.com:team/site.git",
+        "--ssh-key-file",
+        key_file,
+        "--known-hosts-file",
+        hosts_file,
+        "--json",
+    )
 
     assert code == 1
     assert json_error(err)["details"]["field"] == "ssh_key"
@@ -253,9 +314,15 @@ def test_a_file_that_is_not_a_private_key_is_refused(run, git_only, tmp_path, pr
 
 def test_an_unreadable_key_file_is_a_json_error(run, git_only, tmp_path, private_targets):
     code, _, err = run(
-        git_only.pk, "--url", "git@git.example.com:team/site.git", "--ssh-key-file", tmp_path / "no-such-key",
-        "--known-hosts-file", tmp_path / "no-such-hosts", "--json",
-    )  # fmt: skip
+        git_only.pk,
+        "--url",
+        "git@git.example.com:team/site.git",
+        "--ssh-key-file",
+        tmp_path / "no-such-key",
+        "--known-hosts-file",
+        tmp_path / "no-such-hosts",
+        "--json",
+    )
 
     assert code == 1
     error = json_error(err)
@@ -267,18 +334,26 @@ def test_an_unreadable_key_file_is_a_json_error(run, git_only, tmp_path, private
 def test_a_script_runs_connect_git_as_its_own_process():
     channel = ChannelFactory(platform="git")
     env = {
-        **os.environ, "DATABASE_URL": database_url(), "SITE_DEPLOY_TOKEN": TOKEN,
-        "FERNET_KEYS": ",".join(settings.FERNET_KEYS), "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
-    }  # fmt: skip
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "SITE_DEPLOY_TOKEN": TOKEN,
+        "FERNET_KEYS": ",".join(settings.FERNET_KEYS),
+        "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+    }
 
     def manage(*args) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "manage.py", "connect_git", *(str(arg) for arg in args)],
-            env=env, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            env=env,
+            cwd=settings.BASE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
-    done = manage(channel.pk, "--url", "https://git.example.com/team/site.git", "--token-env", "SITE_DEPLOY_TOKEN",
-                  "--json")  # fmt: skip
+    done = manage(
+        channel.pk, "--url", "https://git.example.com/team/site.git", "--token-env", "SITE_DEPLOY_TOKEN", "--json"
+    )
     refused = manage(channel.pk, "--url", "ftp://git.example.com/team/site.git", "--json")
     usage = manage(channel.pk, "--json")
 
@@ -295,13 +370,22 @@ def test_a_script_runs_connect_git_as_its_own_process():
 def test_a_second_run_without_branch_or_path_keeps_those_set_up(bare_repo):
     channel = ChannelFactory(platform="git")
     call_command(
-        "connect_git", str(channel.pk), "--url", str(bare_repo), "--branch", "pages", "--path", "posts/{id}.md",
+        "connect_git",
+        str(channel.pk),
+        "--url",
+        str(bare_repo),
+        "--branch",
+        "pages",
+        "--path",
+        "posts/{id}.md",
         stdout=StringIO(),
-    )  # fmt: skip
+    )
     call_command(
         "connect_git", str(channel.pk), "--url", str(bare_repo), "--token-username", "oauth2", stdout=StringIO()
     )
     destination = GitDestination.objects.get(channel=channel)
     assert (destination.branch, destination.path_template, destination.token_username) == (
-        "pages", "posts/{id}.md", "oauth2",
-    )  # fmt: skip
+        "pages",
+        "posts/{id}.md",
+        "oauth2",
+    )

@@ -182,10 +182,17 @@ def test_a_failing_publication_never_shows_the_token(
     WebhookEndpointFactory(account=account, url=receiver.url)
     saved = browser.post(
         "/admin/publishing_git/gitdestination/add/",
-        {"channel": channel.pk, "repository_url": failing_remote, "branch": "main",
-         "path_template": "content/posts/{slug}.md", "author_name": "Bot", "author_email": "bot@example.com",
-         "token_username": "x-access-token", "token": TOKEN},
-    )  # fmt: skip
+        {
+            "channel": channel.pk,
+            "repository_url": failing_remote,
+            "branch": "main",
+            "path_template": "content/posts/{slug}.md",
+            "author_name": "Bot",
+            "author_email": "bot@example.com",
+            "token_username": "x-access-token",
+            "token": TOKEN,
+        },
+    )
     assert saved.status_code == 302
     destination = GitDestination.objects.get(channel=channel)
     post = post_create(channel=channel, title="Will not make it", body="x")
@@ -218,9 +225,13 @@ def test_a_failing_publication_never_shows_the_token(
     api = ApiKeyFactory(user=admin)
     responses = [
         browser.get(path, HTTP_AUTHORIZATION=f"Bearer {api.raw}")
-        for path in (f"/v1/posts/{post.pk}", f"/v1/channels/{channel.pk}/posts/{post.pk}",
-                     f"/v1/channels/{channel.pk}/posts", f"/v1/channels/{channel.pk}")
-    ]  # fmt: skip
+        for path in (
+            f"/v1/posts/{post.pk}",
+            f"/v1/channels/{channel.pk}/posts/{post.pk}",
+            f"/v1/channels/{channel.pk}/posts",
+            f"/v1/channels/{channel.pk}",
+        )
+    ]
     assert responses[0].json()["data"]["publication"]["last_error"] == job.last_error
 
     # The Settings area, Test connection included.

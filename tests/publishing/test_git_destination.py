@@ -98,17 +98,27 @@ def git(bare: Path, *args: str) -> str:
 def test_publishing_commits_the_post_as_markdown_with_front_matter_and_marks_it_published(git_channel, bare_repo):
     tags = [TagFactory(account=git_channel.account, name=name) for name in ("python", "django")]
     post = publish(
-        git_channel, title="Hello, world", slug="hello-world", body="# Hi\n\nSome *Markdown*.\n",
-        teaser="A teaser", meta_description="The description", tags=tags,
-    )  # fmt: skip
+        git_channel,
+        title="Hello, world",
+        slug="hello-world",
+        body="# Hi\n\nSome *Markdown*.\n",
+        teaser="A teaser",
+        meta_description="The description",
+        tags=tags,
+    )
 
     matter, body = read_post(bare_repo)
     assert post.publication_status == "published"
     assert post.published_at is not None and post.published_at.microsecond == 0
     assert matter == {
-        "title": "Hello, world", "date": post.published_at, "slug": "hello-world", "tags": ["django", "python"],
-        "description": "The description", "draft": False, "id": post.pk,
-    }  # fmt: skip
+        "title": "Hello, world",
+        "date": post.published_at,
+        "slug": "hello-world",
+        "tags": ["django", "python"],
+        "description": "The description",
+        "draft": False,
+        "id": post.pk,
+    }
     assert list(matter) == ["title", "date", "slug", "tags", "description", "draft", "id"]
     assert body == "# Hi\n\nSome *Markdown*.\n"
     job = last_job(post.pk)
@@ -155,11 +165,27 @@ def test_the_description_is_the_meta_description_else_the_teaser(
 @pytest.mark.parametrize(
     "title",
     [
-        "She said \"yes\" and 'no'", "Part 1: the beginning", "Line one\nline two", "Launch 🚀 day 🎉",
-        "- a leading dash", "# not a comment", "&anchor", "*alias", "yes", "null", "123", "~", "@handle",
-        "%TAG", "!important", "key: value # trailing", "Before\n---\nAfter", "  spaced  ", "tab\there",
+        "She said \"yes\" and 'no'",
+        "Part 1: the beginning",
+        "Line one\nline two",
+        "Launch 🚀 day 🎉",
+        "- a leading dash",
+        "# not a comment",
+        "&anchor",
+        "*alias",
+        "yes",
+        "null",
+        "123",
+        "~",
+        "@handle",
+        "%TAG",
+        "!important",
+        "key: value # trailing",
+        "Before\n---\nAfter",
+        "  spaced  ",
+        "tab\there",
     ],
-)  # fmt: skip
+)
 def test_any_title_round_trips_through_the_front_matter(git_channel, bare_repo, title):
     post = publish(git_channel, title=title, slug="awkward")
 
@@ -442,8 +468,11 @@ def git_server(tmp_path, settings):
 
 def http_channel(url: str, token: str = TOKEN):
     channel = ChannelFactory(platform="git")
-    git_destination_save(channel=channel, settings=GitSettings(repository_url=url, author_name="Pat Publisher",
-                         author_email="pat@example.com"), token=token)  # fmt: skip
+    git_destination_save(
+        channel=channel,
+        settings=GitSettings(repository_url=url, author_name="Pat Publisher", author_email="pat@example.com"),
+        token=token,
+    )
     return channel
 
 

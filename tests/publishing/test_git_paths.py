@@ -49,10 +49,25 @@ REFUSED_TEMPLATES = [
 
 # Each a path git refuses in a commit.
 REFUSED_PATHS = [
-    ".git/config", "a/.git/x.md", "a/.GIT/x.md", ".git./x.md", ".git /x.md", ".git.../x.md", "git~1/x.md",
-    "Git~1/x.md", ".g\u200cit/x.md", ".\u200dgit/x.md", ".git::$INDEX_ALLOCATION/x.md", "a/../x.md", "a//x.md",
-    "./x.md", "a\\b/x.md", "posts/.git", "a/.../x.md", "a/. /x.md",
-]  # fmt: skip
+    ".git/config",
+    "a/.git/x.md",
+    "a/.GIT/x.md",
+    ".git./x.md",
+    ".git /x.md",
+    ".git.../x.md",
+    "git~1/x.md",
+    "Git~1/x.md",
+    ".g\u200cit/x.md",
+    ".\u200dgit/x.md",
+    ".git::$INDEX_ALLOCATION/x.md",
+    "a/../x.md",
+    "a//x.md",
+    "./x.md",
+    "a\\b/x.md",
+    "posts/.git",
+    "a/.../x.md",
+    "a/. /x.md",
+]
 
 
 @pytest.mark.parametrize(("template", "part"), REFUSED_TEMPLATES)
@@ -140,9 +155,15 @@ def test_no_commit_is_made_with_a_path_git_refuses(bare_repo, path):
         parent = repository.fetch_head(client, where, repo, "main").commit
         with pytest.raises(PublishError) as refused:
             repository.commit_and_push(
-                client, where, repo, branch="main", parent=parent, changes={path: b"x\n"}, message="Bad\n",
+                client,
+                where,
+                repo,
+                branch="main",
+                parent=parent,
+                changes={path: b"x\n"},
+                message="Bad\n",
                 author=b"Pat <pat@example.com>",
-            )  # fmt: skip
+            )
 
     assert refused.value.permanent
     assert f"No commit was made: the path {path!r} has a part git refuses" in refused.value.message
@@ -152,10 +173,19 @@ def test_no_commit_is_made_with_a_path_git_refuses(bare_repo, path):
 @pytest.mark.parametrize(
     ("element", "why"),
     [
-        (".GIT", paths.DOTGIT), ("git~1", paths.DOTGIT), (".g\u200cit", paths.DOTGIT), ("..", paths.EMPTY_OR_DOTS),
-        ("", paths.EMPTY_OR_DOTS), ("...", paths.DOTS_AND_SPACES), (" ", paths.DOTS_AND_SPACES),
-        ("a\\b", paths.BACKSLASH), ("a\0b", paths.NUL), (".gitignore", None), ("git~2", None), ("post.", None),
+        (".GIT", paths.DOTGIT),
+        ("git~1", paths.DOTGIT),
+        (".g\u200cit", paths.DOTGIT),
+        ("..", paths.EMPTY_OR_DOTS),
+        ("", paths.EMPTY_OR_DOTS),
+        ("...", paths.DOTS_AND_SPACES),
+        (" ", paths.DOTS_AND_SPACES),
+        ("a\\b", paths.BACKSLASH),
+        ("a\0b", paths.NUL),
+        (".gitignore", None),
+        ("git~2", None),
+        ("post.", None),
     ],
-)  # fmt: skip
+)
 def test_each_refused_part_is_given_its_own_reason(element, why):
     assert paths.element_problem(element) == why

@@ -341,16 +341,33 @@ def test_an_ssh_channel_without_a_deploy_key_says_what_is_missing_when_it_runs(s
 @pytest.mark.parametrize(
     ("url", "remote"),
     [
-        ("git@127.0.0.1:site.git", Remote(kind="ssh", url="git@127.0.0.1:site.git", host="127.0.0.1", user="git",
-                                          path="site.git")),
-        ("deploy@git.example.com:owner/site.git", Remote(kind="ssh", url="deploy@git.example.com:owner/site.git",
-                                                         host="git.example.com", user="deploy",
-                                                         path="owner/site.git")),
-        ("git.example.com:/srv/site.git", Remote(kind="ssh", url="git.example.com:/srv/site.git",
-                                                 host="git.example.com", user="git", path="/srv/site.git")),
+        (
+            "git@127.0.0.1:site.git",
+            Remote(kind="ssh", url="git@127.0.0.1:site.git", host="127.0.0.1", user="git", path="site.git"),
+        ),
+        (
+            "deploy@git.example.com:owner/site.git",
+            Remote(
+                kind="ssh",
+                url="deploy@git.example.com:owner/site.git",
+                host="git.example.com",
+                user="deploy",
+                path="owner/site.git",
+            ),
+        ),
+        (
+            "git.example.com:/srv/site.git",
+            Remote(
+                kind="ssh",
+                url="git.example.com:/srv/site.git",
+                host="git.example.com",
+                user="git",
+                path="/srv/site.git",
+            ),
+        ),
         ("git@[::1]:site.git", Remote(kind="ssh", url="git@[::1]:site.git", host="::1", user="git", path="site.git")),
     ],
-)  # fmt: skip
+)
 def test_the_scp_like_form_names_an_ssh_remote_on_port_22(url, remote):
     parsed = parse_remote(url)
     assert parsed == remote

@@ -35,8 +35,10 @@ def build(repository: Path, site: Path) -> Path:
     (site / "layouts" / "index.html").write_text(LIST)
     built = subprocess.run(
         ["hugo", "--quiet", "--source", str(site), "--destination", str(site / "public")],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     return site / "public"
 
@@ -46,9 +48,13 @@ def test_hugo_builds_each_published_post_at_its_slug_with_its_title_date_tags_an
 ):
     title = 'Release 2.0: "faster" & <safer> 🚀'
     post = post_create(
-        channel=git_channel, title=title, slug="release-2", body="Now **twice** as fast.\r\n\r\n- one\r\n- two\r\n",
-        meta_description="What changed in 2.0", tags=[TagFactory(account=git_channel.account, name="release")],
-    )  # fmt: skip
+        channel=git_channel,
+        title=title,
+        slug="release-2",
+        body="Now **twice** as fast.\r\n\r\n- one\r\n- two\r\n",
+        meta_description="What changed in 2.0",
+        tags=[TagFactory(account=git_channel.account, name="release")],
+    )
     post_publish_now(post_id=post.pk)
     channel_run(git_channel.pk)
     post.refresh_from_db()

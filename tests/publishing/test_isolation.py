@@ -96,9 +96,11 @@ def test_three_hanging_repositories_delay_neither_another_channels_publication_n
     start_worker, silent_remote, receiver, private_targets, tmp_path
 ):
     worker = start_worker(
-        PUBLISH_TIMEOUT=PUBLISH_TIMEOUT, GIT_ALLOW_LOCAL_REPOSITORIES="true", WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
+        PUBLISH_TIMEOUT=PUBLISH_TIMEOUT,
+        GIT_ALLOW_LOCAL_REPOSITORIES="true",
+        WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
         GIT_CACHE_DIR=tmp_path / "worker-git-cache",
-    )  # fmt: skip
+    )
     hanging = [git_channel_to(f"{silent_remote.url}/site-{n}.git") for n in range(3)]
     for channel in hanging:
         post_publish_now(post_id=post_create(channel=channel, title=f"Stuck on {channel.title}").pk)

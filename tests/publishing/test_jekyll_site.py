@@ -41,8 +41,10 @@ def build(repository: Path, site: Path) -> Path:
     time.sleep(2)
     built = subprocess.run(
         ["jekyll", "build", "--quiet", "--source", str(site), "--destination", str(site / "_site")],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     return site / "_site"
 
@@ -54,9 +56,12 @@ def test_jekyll_builds_a_post_published_under_posts_with_its_date_in_the_file_na
         settings=GitSettings(repository_url=str(bare_repo), path_template="_posts/{year}-{month}-{day}-{slug}.md"),
     )
     post = post_create(
-        channel=channel, title="Jekyll: it's <here> & now", slug="jekyll-here", body="A *Markdown* body.",
+        channel=channel,
+        title="Jekyll: it's <here> & now",
+        slug="jekyll-here",
+        body="A *Markdown* body.",
         tags=[TagFactory(account=channel.account, name="news")],
-    )  # fmt: skip
+    )
     post_publish_now(post_id=post.pk)
     channel_run(channel.pk)
     post.refresh_from_db()

@@ -16,10 +16,15 @@ ALL_RESERVED = "\\|{}@[]()<>#*_~"
 def document(**fields) -> Document:
     return Document(
         **{
-            "post_id": 1, "title": "Release notes", "slug": "release-notes", "body": "", "teaser": "",
-            "published_at": datetime(2026, 5, 4, 9, 30, tzinfo=UTC), **fields,
+            "post_id": 1,
+            "title": "Release notes",
+            "slug": "release-notes",
+            "body": "",
+            "teaser": "",
+            "published_at": datetime(2026, 5, 4, 9, 30, tzinfo=UTC),
+            **fields,
         }
-    )  # fmt: skip
+    )
 
 
 def shown(doc: Document) -> str:

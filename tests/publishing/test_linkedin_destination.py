@@ -70,12 +70,20 @@ def post_by_hand(fake, token: str, text: str, *, days_ago: int = 0) -> str:
     """A post the member made on LinkedIn itself (not through this service); its URN."""
     answer = requests.post(
         f"{fake.url}/rest/posts",
-        headers={"Authorization": f"Bearer {token}", "LinkedIn-Version": fake.version,
-                 "X-Restli-Protocol-Version": "2.0.0"},
-        json={"author": ADA, "commentary": text, "visibility": "PUBLIC", "distribution": MAIN_FEED,
-              "lifecycleState": "PUBLISHED"},
+        headers={
+            "Authorization": f"Bearer {token}",
+            "LinkedIn-Version": fake.version,
+            "X-Restli-Protocol-Version": "2.0.0",
+        },
+        json={
+            "author": ADA,
+            "commentary": text,
+            "visibility": "PUBLIC",
+            "distribution": MAIN_FEED,
+            "lifecycleState": "PUBLISHED",
+        },
         timeout=10,
-    )  # fmt: skip
+    )
     assert answer.status_code == 201, answer.text
     urn = answer.headers["x-restli-id"]
     fake.posts[urn]["createdAt"] -= days_ago * 86400 * 1000
@@ -104,8 +112,11 @@ def test_a_published_post_becomes_one_linkedin_post_with_the_headers_and_body_li
     assert sent.headers["X-Restli-Protocol-Version"] == "2.0.0"
     assert sent.headers["Content-Type"].startswith("application/json")
     assert {name: sent.body[name] for name in ("author", "visibility", "distribution", "lifecycleState")} == {
-        "author": ADA, "visibility": "PUBLIC", "distribution": MAIN_FEED, "lifecycleState": "PUBLISHED",
-    }  # fmt: skip
+        "author": ADA,
+        "visibility": "PUBLIC",
+        "distribution": MAIN_FEED,
+        "lifecycleState": "PUBLISHED",
+    }
     assert little_text(sent.body["commentary"]) == "Hello, world\n\nFirst words."
     [urn] = linkedin.posts
     assert linkedin.posts[urn]["author"] == ADA

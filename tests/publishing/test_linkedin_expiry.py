@@ -135,8 +135,10 @@ def test_access_ending_in_ten_days_is_left_alone(linkedin, daily, refresh):
     assert linkedin.token_requests == [] and mail.outbox == []
     after = LinkedInConnection.objects.get(pk=connection.pk)
     assert (after.access_token(), after.expires_at, after.warned_for_expiry) == (
-        connection.access_token(), connection.expires_at, None,
-    )  # fmt: skip
+        connection.access_token(),
+        connection.expires_at,
+        None,
+    )
 
 
 def test_expired_access_without_a_refresh_token_asks_for_a_reconnection_once(linkedin, daily, settings):

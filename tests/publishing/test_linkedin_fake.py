@@ -21,8 +21,15 @@ def rest(fake, method, path, token, headers=None, **kwargs):
 
 
 def post_body(**changes):
-    return {"author": ADA, "commentary": "Hello", "visibility": "PUBLIC", "distribution": MAIN_FEED,
-            "lifecycleState": "PUBLISHED", "isReshareDisabledByAuthor": False, **changes}  # fmt: skip
+    return {
+        "author": ADA,
+        "commentary": "Hello",
+        "visibility": "PUBLIC",
+        "distribution": MAIN_FEED,
+        "lifecycleState": "PUBLISHED",
+        "isReshareDisabledByAuthor": False,
+        **changes,
+    }
 
 
 def create(fake, token, **changes):
@@ -30,14 +37,24 @@ def create(fake, token, **changes):
 
 
 def test_an_authorization_code_gives_a_token_once_and_only_with_the_right_secret(linkedin):
-    params = {"response_type": "code", "client_id": "test-client", "redirect_uri": "http://app/cb", "state": "s1",
-              "scope": "openid profile email w_member_social"}  # fmt: skip
+    params = {
+        "response_type": "code",
+        "client_id": "test-client",
+        "redirect_uri": "http://app/cb",
+        "state": "s1",
+        "scope": "openid profile email w_member_social",
+    }
     answer = requests.get(linkedin.auth_url + "/authorization", params=params, allow_redirects=False, timeout=10)
     assert answer.status_code == 302
     back = parse_qs(urlsplit(answer.headers["Location"]).query)
     assert back["state"] == ["s1"]
-    form = {"grant_type": "authorization_code", "code": back["code"][0], "redirect_uri": "http://app/cb",
-            "client_id": "test-client", "client_secret": "wrong"}  # fmt: skip
+    form = {
+        "grant_type": "authorization_code",
+        "code": back["code"][0],
+        "redirect_uri": "http://app/cb",
+        "client_id": "test-client",
+        "client_secret": "wrong",
+    }
     assert requests.post(linkedin.auth_url + "/accessToken", data=form, timeout=10).status_code == 401
     token = requests.post(linkedin.auth_url + "/accessToken", data={**form, "client_secret": "test-secret"}, timeout=10)
     assert token.status_code == 200 and token.json()["refresh_token"]
@@ -51,8 +68,13 @@ def test_an_authorization_code_gives_a_token_once_and_only_with_the_right_secret
 
 def test_a_refused_authorization_goes_back_with_the_error_and_the_state(linkedin):
     linkedin.deny_next_authorization = True
-    params = {"response_type": "code", "client_id": "test-client", "redirect_uri": "http://app/cb", "state": "s2",
-              "scope": "w_member_social"}  # fmt: skip
+    params = {
+        "response_type": "code",
+        "client_id": "test-client",
+        "redirect_uri": "http://app/cb",
+        "state": "s2",
+        "scope": "w_member_social",
+    }
     answer = requests.get(linkedin.auth_url + "/authorization", params=params, allow_redirects=False, timeout=10)
     assert parse_qs(urlsplit(answer.headers["Location"]).query)["error"] == ["user_cancelled_authorize"]
     assert "code" not in answer.headers["Location"] and "state=s2" in answer.headers["Location"]
@@ -124,8 +146,14 @@ def test_the_author_finder_lists_the_latest_change_first(linkedin):
     token = linkedin.issue_token()["access_token"]
     urns = [create(linkedin, token, commentary=text).headers["x-restli-id"] for text in ("one", "two", "three")]
     path = "/rest/posts/" + quote(urns[0], safe="")
-    rest(linkedin, "POST", path, token, headers={"X-RestLi-Method": "PARTIAL_UPDATE"},
-         json={"patch": {"$set": {"commentary": "one, edited"}}})  # fmt: skip
+    rest(
+        linkedin,
+        "POST",
+        path,
+        token,
+        headers={"X-RestLi-Method": "PARTIAL_UPDATE"},
+        json={"patch": {"$set": {"commentary": "one, edited"}}},
+    )
     params = {"q": "author", "author": ADA, "count": 2, "sortBy": "LAST_MODIFIED"}
     found = rest(linkedin, "GET", "/rest/posts", token, headers={"X-RestLi-Method": "FINDER"}, params=params).json()
     assert [post["id"] for post in found["elements"]] == [urns[0], urns[2]]

@@ -33,11 +33,16 @@ def test_a_hanging_linkedin_delays_neither_a_git_publication_nor_a_webhook_deliv
     start_worker, linkedin, receiver, private_targets, tmp_path
 ):
     worker = start_worker(
-        PUBLISH_TIMEOUT=PUBLISH_TIMEOUT, GIT_ALLOW_LOCAL_REPOSITORIES="true", WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
-        GIT_CACHE_DIR=tmp_path / "worker-git-cache", LINKEDIN_API_URL=linkedin.url, LINKEDIN_AUTH_URL=linkedin.auth_url,
-        LINKEDIN_CLIENT_ID=linkedin.client_id, LINKEDIN_CLIENT_SECRET=linkedin.client_secret,
+        PUBLISH_TIMEOUT=PUBLISH_TIMEOUT,
+        GIT_ALLOW_LOCAL_REPOSITORIES="true",
+        WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
+        GIT_CACHE_DIR=tmp_path / "worker-git-cache",
+        LINKEDIN_API_URL=linkedin.url,
+        LINKEDIN_AUTH_URL=linkedin.auth_url,
+        LINKEDIN_CLIENT_ID=linkedin.client_id,
+        LINKEDIN_CLIENT_SECRET=linkedin.client_secret,
         LINKEDIN_API_VERSION=linkedin.version,
-    )  # fmt: skip
+    )
     linkedin_channel = ChannelFactory(platform="linkedin")
     connection_save(channel=linkedin_channel, token=linkedin.issue_token(), connected_by="tests")
     linkedin.hang(60, method="POST", path="/rest/posts", times=1)

@@ -20,9 +20,11 @@ def page_of(post, role=Role.EDITOR):
 def test_a_linkedin_posts_page_shows_its_text_as_readers_see_it_and_its_length():
     channel = ChannelFactory(platform="linkedin")
     post = post_create(
-        channel=channel, title="Hello (world)", body="First *words* here_now.\n\nSecond <b>para</b>.",
+        channel=channel,
+        title="Hello (world)",
+        body="First *words* here_now.\n\nSecond <b>para</b>.",
         tags=[TagFactory(account=channel.account, name="open source")],
-    )  # fmt: skip
+    )
 
     response = page_of(post)
 

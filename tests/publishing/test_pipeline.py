@@ -116,9 +116,11 @@ def git_channel(**kwargs):
 
 def scheduled(channel, minutes: int = -1, **kwargs) -> Post:
     return PostFactory(
-        channel=channel, publication_status="scheduled", scheduled_at=timezone.now() + timedelta(minutes=minutes),
+        channel=channel,
+        publication_status="scheduled",
+        scheduled_at=timezone.now() + timedelta(minutes=minutes),
         **kwargs,
-    )  # fmt: skip
+    )
 
 
 def published(channel, **kwargs) -> Post:
@@ -357,9 +359,12 @@ def test_a_job_whose_worker_died_is_claimed_again_and_one_with_a_live_lease_is_n
     dead_channel, live_channel = git_channel(), git_channel()
     now = timezone.now()
     dead = PublicationJobFactory(
-        channel=dead_channel, state="running", attempts=1, locked_until=now - timedelta(seconds=1),
+        channel=dead_channel,
+        state="running",
+        attempts=1,
+        locked_until=now - timedelta(seconds=1),
         published_at=now.replace(microsecond=0) - timedelta(minutes=5),
-    )  # fmt: skip
+    )
     live = PublicationJobFactory(
         channel=live_channel, state="running", attempts=1, locked_until=now + timedelta(minutes=1)
     )
@@ -409,13 +414,19 @@ def test_the_sweeper_hands_over_exactly_the_channels_with_due_jobs_no_worker_hol
     PublicationJobFactory(channel=due, next_attempt_at=now - timedelta(seconds=5))
     PublicationJobFactory(channel=retry_later, attempts=1, next_attempt_at=now + timedelta(minutes=1))
     PublicationJobFactory(
-        channel=held, state="running", attempts=1, next_attempt_at=now - timedelta(minutes=1),
+        channel=held,
+        state="running",
+        attempts=1,
+        next_attempt_at=now - timedelta(minutes=1),
         locked_until=now + timedelta(minutes=1),
-    )  # fmt: skip
+    )
     PublicationJobFactory(
-        channel=expired, state="running", attempts=1, next_attempt_at=now - timedelta(minutes=1),
+        channel=expired,
+        state="running",
+        attempts=1,
+        next_attempt_at=now - timedelta(minutes=1),
         locked_until=now - timedelta(seconds=1),
-    )  # fmt: skip
+    )
     PublicationJobFactory(channel=finished, state="succeeded", next_attempt_at=now - timedelta(minutes=1))
     PublicationJobFactory(channel=finished, state="failed", next_attempt_at=now - timedelta(minutes=1))
 
@@ -579,9 +590,16 @@ def test_a_save_that_changes_nothing_changes_nothing_even_with_crlf_line_ends(em
     post.save()
     updated_at = Post.objects.get(pk=post.pk).updated_at
     _, changed = post_update_content(
-        post=post, title="Same", body="line one\r\nline two\r\n", teaser="Tease", slug="same", meta_title="Meta",
-        meta_description="Described", tags=[], media=[],
-    )  # fmt: skip
+        post=post,
+        title="Same",
+        body="line one\r\nline two\r\n",
+        teaser="Tease",
+        slug="same",
+        meta_title="Meta",
+        meta_description="Described",
+        tags=[],
+        media=[],
+    )
     assert changed == []
     post.refresh_from_db()
     assert post.body == "line one\nline two\n" and post.updated_at == updated_at

@@ -53,11 +53,18 @@ def settings_client(account):
 def destination_form(channel=None, **changes) -> dict:
     """The destination page's POST data: the defaults a new destination shows, then `changes`."""
     data = {
-        "repository_url": "", "branch": "main", "path_template": "content/posts/{slug}.md",
-        "author_name": "Content Publishing", "author_email": "publishing@example.com",
-        "token_username": "x-access-token", "token": "", "ssh_key": "", "known_hosts": "",
-        "post_url_template": "", "commit_url_template": "",
-    }  # fmt: skip
+        "repository_url": "",
+        "branch": "main",
+        "path_template": "content/posts/{slug}.md",
+        "author_name": "Content Publishing",
+        "author_email": "publishing@example.com",
+        "token_username": "x-access-token",
+        "token": "",
+        "ssh_key": "",
+        "known_hosts": "",
+        "post_url_template": "",
+        "commit_url_template": "",
+    }
     if channel is not None:
         data["channel"] = channel.pk
     data |= changes
@@ -70,9 +77,18 @@ def change_form(destination: GitDestination, **changes) -> dict:
     write-only fields empty (the channel is read-only there)."""
     stored = {
         name: getattr(destination, name)
-        for name in ("repository_url", "branch", "path_template", "author_name", "author_email",
-                     "token_username", "known_hosts", "post_url_template", "commit_url_template")
-    }  # fmt: skip
+        for name in (
+            "repository_url",
+            "branch",
+            "path_template",
+            "author_name",
+            "author_email",
+            "token_username",
+            "known_hosts",
+            "post_url_template",
+            "commit_url_template",
+        )
+    }
     if destination.unpublish_keeps_file:
         stored["unpublish_keeps_file"] = "on"
     return destination_form(**(stored | changes))
@@ -423,9 +439,12 @@ def test_deleting_a_published_git_post_queues_an_unpublish_job_that_removes_its_
 def test_an_admin_save_of_an_unchanged_post_changes_nothing(git_channel, bare_repo):
     client = admin_session(AdminUserFactory(account=git_channel.account))
     post = post_create(
-        channel=git_channel, title="Steady", body="# Steady\n\nFirst paragraph.\nSecond line.\n",
-        teaser="A teaser\nover two lines.", meta_description="Described\nin two lines.",
-    )  # fmt: skip
+        channel=git_channel,
+        title="Steady",
+        body="# Steady\n\nFirst paragraph.\nSecond line.\n",
+        teaser="A teaser\nover two lines.",
+        meta_description="Described\nin two lines.",
+    )
     publish(post)
     post.refresh_from_db()
     commits, events, jobs = len(history(bare_repo)), Event.objects.count(), PublicationJob.objects.count()
@@ -502,8 +521,9 @@ def test_the_jobs_list_filters_by_state_action_and_channel(settings_client, jobs
     assert listed(settings_client.get(JOBS, {"state__exact": "failed"})) == {jobs["failed"].pk}
     assert listed(settings_client.get(JOBS, {"action__exact": "unpublish"})) == {jobs["unpublish"].pk}
     assert listed(settings_client.get(JOBS, {"channel__id__exact": docs.pk})) == {
-        jobs["queued"].pk, jobs["failed"].pk,
-    }  # fmt: skip
+        jobs["queued"].pk,
+        jobs["failed"].pk,
+    }
     # The channel filter offers the account's own channels only.
     filters = text_of(settings_client.get(JOBS))
     assert "Docs" in filters and "Site" in filters and "Their channel" not in filters
@@ -539,8 +559,10 @@ def test_bulk_retry_queues_the_selected_failed_jobs_and_names_those_it_cannot_re
     assert "2 job(s) queued to run now." in messages_of(response)
     assert "Unpublish “Taken down”: This job has succeeded; there is nothing to retry." in messages_of(response)
     assert set(PublicationJob.objects.filter(pk__in=selected).values_list("title", "state")) == {
-        ("Failed one", "queued"), ("Failed two", "queued"), ("Taken down", "succeeded"),
-    }  # fmt: skip
+        ("Failed one", "queued"),
+        ("Failed two", "queued"),
+        ("Taken down", "succeeded"),
+    }
 
 
 def test_jobs_are_neither_added_nor_deleted_in_the_settings_area(settings_client, jobs):
@@ -572,8 +594,9 @@ def test_a_second_repository_of_the_account_is_set_up_alongside(settings_client,
         response = settings_client.post(f"{DESTINATIONS}add/", destination_form(channel, repository_url=str(repo)))
         assert response.status_code == 302
     assert dict(GitDestination.objects.values_list("channel_id", "repository_url")) == {
-        first.pk: str(tmp_path / "one.git"), second.pk: str(tmp_path / "two.git"),
-    }  # fmt: skip
+        first.pk: str(tmp_path / "one.git"),
+        second.pk: str(tmp_path / "two.git"),
+    }
     # A channel with a destination is changed on its page, not offered for a second one.
     page = settings_client.get(f"{DESTINATIONS}add/")
     assert list(page.context["adminform"].form.fields["channel"].queryset) == []

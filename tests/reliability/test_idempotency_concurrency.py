@@ -112,5 +112,8 @@ def test_ten_simultaneous_post_creates_with_one_key_make_one_post_and_one_event(
     replayed = [r for r in responses if r.status_code == 201 and r.headers.get("Idempotent-Replayed") == "true"]
     assert len(ran) == 1
     assert len(replayed) + sum(r.status_code == 409 for r in responses) == CALLS - 1
-    assert all((r.content, r.headers["Location"], r.headers["ETag"]) == (
-        ran[0].content, ran[0].headers["Location"], ran[0].headers["ETag"]) for r in replayed)  # fmt: skip
+    assert all(
+        (r.content, r.headers["Location"], r.headers["ETag"])
+        == (ran[0].content, ran[0].headers["Location"], ran[0].headers["ETag"])
+        for r in replayed
+    )

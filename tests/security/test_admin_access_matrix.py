@@ -143,14 +143,19 @@ def build_side(tag: str) -> Side:
     )
     linkedin_channel = ChannelFactory(account=account, title=f"{tag} LinkedIn Channel", platform="linkedin")
     connection = LinkedInConnection.objects.create(
-        channel=linkedin_channel, member_urn=f"urn:li:person:{tag}Member", member_name=f"{tag} Member Name",
+        channel=linkedin_channel,
+        member_urn=f"urn:li:person:{tag}Member",
+        member_name=f"{tag} Member Name",
         access_token_encrypted=crypto.encrypt(f"{tag}-linkedin-access"),
         refresh_token_encrypted=crypto.encrypt(f"{tag}-linkedin-refresh"),
-    )  # fmt: skip
+    )
     job = PublicationJobFactory(
-        channel=git_channel, post_id=post.pk, title=f"{tag} Job Title", state="failed",
+        channel=git_channel,
+        post_id=post.pk,
+        title=f"{tag} Job Title",
+        state="failed",
         last_error=f"{tag} error sentence",
-    )  # fmt: skip
+    )
     letter = ChannelFactory(account=account, title=f"{tag} Newsletter", platform="newsletter")
     sender = Newsletter.objects.create(channel=letter, sender_name=f"{tag} Sender Name")
     reader = SubscriberFactory(channel=letter, email=f"reader@{tag.lower()}-readers.example", name=f"{tag} Reader")
@@ -181,14 +186,41 @@ def build_side(tag: str) -> Side:
         "publishing_newsletter.edition": edition,
     }
     side.secrets = [
-        account.name, member.email, member.name, *(u.email for u in users.values()), team.name, channel.title,
-        label.name, post.title, post.slug, f"{tag.lower()}-picture.jpg", key.prefix, key.name, endpoint.url,
-        endpoint.secret, str(delivery.pk), f"{tag} event body", git_channel.title, destination.repository_url,
-        f"{tag}-token-value", destination.token_encrypted, job.title, job.last_error, linkedin_channel.title,
-        connection.member_name, f"{tag}-linkedin-access", f"{tag}-linkedin-refresh", connection.access_token_encrypted,
-        letter.title, sender.sender_name, reader.email, reader.name, suppression.email_hash, suppression.detail,
+        account.name,
+        member.email,
+        member.name,
+        *(u.email for u in users.values()),
+        team.name,
+        channel.title,
+        label.name,
+        post.title,
+        post.slug,
+        f"{tag.lower()}-picture.jpg",
+        key.prefix,
+        key.name,
+        endpoint.url,
+        endpoint.secret,
+        str(delivery.pk),
+        f"{tag} event body",
+        git_channel.title,
+        destination.repository_url,
+        f"{tag}-token-value",
+        destination.token_encrypted,
+        job.title,
+        job.last_error,
+        linkedin_channel.title,
+        connection.member_name,
+        f"{tag}-linkedin-access",
+        f"{tag}-linkedin-refresh",
+        connection.access_token_encrypted,
+        letter.title,
+        sender.sender_name,
+        reader.email,
+        reader.name,
+        suppression.email_hash,
+        suppression.detail,
         edition.subject,
-    ]  # fmt: skip
+    ]
     # Each side's admin has changed its own post: the admin log must keep that to their account.
     LogEntry.objects.create(
         user=side.admin,

@@ -122,9 +122,13 @@ def world(admin_client):
 def create_api_key_in_the_admin(admin_client, account, user) -> str:
     response = admin_client.post(
         "/admin/accounts/apikey/add/",
-        {"account": account.id, "user": user.id, "name": "integration", "scopes": ["read:channels", "read:posts",
-         "write:posts", "write:sso", "read:users"]},
-    )  # fmt: skip
+        {
+            "account": account.id,
+            "user": user.id,
+            "name": "integration",
+            "scopes": ["read:channels", "read:posts", "write:posts", "write:sso", "read:users"],
+        },
+    )
     # Shown on the answer to the POST that created it, never in a message or cookie.
     assert response.status_code == 200
     return re.search(r'id="api-key"[^>]* value="(cps_\w{8}_[\w-]+)"', response.content.decode()).group(1)
@@ -225,9 +229,14 @@ def test_the_web_servers_access_log_writes_neither_query_strings_nor_authorizati
 
     log_request = log_request_builder(server_options(settings)["log_access_format"])
     request = {
-        "addr_remote": "127.0.0.1", "path": "/sso/login", "qs": "token=sso_secret", "method": "GET",
-        "scheme": "http", "protocol": "HTTP/1.1", "headers": {"authorization": "Bearer cps_abcdef12_secret"}.get,
-    }  # fmt: skip
+        "addr_remote": "127.0.0.1",
+        "path": "/sso/login",
+        "qs": "token=sso_secret",
+        "method": "GET",
+        "scheme": "http",
+        "protocol": "HTTP/1.1",
+        "headers": {"authorization": "Bearer cps_abcdef12_secret"}.get,
+    }
     with caplog.at_level(logging.INFO, logger="granian.access"):
         log_request(0.0, 0.0, request, 302)
 

@@ -26,10 +26,18 @@ def test_create_api_key_command_prints_a_working_key():
     out = StringIO()
     call_command(
         "create_api_key",
-        "--account", str(user.account_id), "--user", "owner@example.com", "--name", "ci",
-        "--scopes", "read:posts,read:channels", "--expires-in", "7",
+        "--account",
+        str(user.account_id),
+        "--user",
+        "owner@example.com",
+        "--name",
+        "ci",
+        "--scopes",
+        "read:posts,read:channels",
+        "--expires-in",
+        "7",
         stdout=out,
-    )  # fmt: skip
+    )
     raw = out.getvalue().strip()
     body = bearer(raw).get("/v1/me").json()["data"]
     assert body["token"]["name"] == "ci"
@@ -43,9 +51,16 @@ def test_create_api_key_command_gives_the_users_scopes_and_the_key_can_manage_us
     out = StringIO()
     call_command(
         "create_api_key",
-        "--account", str(user.account_id), "--user", "owner@example.com", "--name", "people",
-        "--scopes", "write:users,read:users", stdout=out,
-    )  # fmt: skip
+        "--account",
+        str(user.account_id),
+        "--user",
+        "owner@example.com",
+        "--name",
+        "people",
+        "--scopes",
+        "write:users,read:users",
+        stdout=out,
+    )
     client = bearer(out.getvalue().strip())
     assert client.get("/v1/me").json()["data"]["token"]["scopes"] == ["read:users", "write:users"]
     assert client.get("/v1/users").status_code == 200

@@ -92,13 +92,25 @@ def sensitive(admin, settings, tmp_path):
     editor = UserFactory(account=account, role=Role.EDITOR)
     channel = ChannelFactory(account=account, platform="git")
     repository = make_bare_repository(tmp_path / "site.git")
-    key_form = {"account": account.pk, "user": admin.pk, "name": "everything", "scopes": list(dict.fromkeys(
-        ["read:channels", "read:posts", "read:media", "write:posts", "write:sso", "read:users", "write:users"]
-    ))}  # fmt: skip
+    key_form = {
+        "account": account.pk,
+        "user": admin.pk,
+        "name": "everything",
+        "scopes": list(
+            dict.fromkeys(
+                ["read:channels", "read:posts", "read:media", "write:posts", "write:sso", "read:users", "write:users"]
+            )
+        ),
+    }
     role_form = {
-        "name": editor.name, "role": "admin", "status": "active", "timezone": "UTC", "language": "en",
-        "notification_preferences": '{"email": true, "push": false}', "metadata": "{}",
-    }  # fmt: skip
+        "name": editor.name,
+        "role": "admin",
+        "status": "active",
+        "timezone": "UTC",
+        "language": "en",
+        "notification_preferences": '{"email": true, "push": false}',
+        "metadata": "{}",
+    }
     return {
         "endpoint": endpoint,
         "editor": editor,
@@ -277,9 +289,13 @@ def test_a_key_makes_links_only_for_users_whose_role_is_not_above_its_owners(cli
     admin_key = ApiKeyFactory(user=admin, scopes=["write:sso"])
 
     for key, user, status in [
-        (editor_key, admin, 403), (editor_key, viewer, 403), (editor_key, editor, 201),
-        (admin_key, admin, 201), (admin_key, editor, 201), (admin_key, viewer, 201),
-    ]:  # fmt: skip
+        (editor_key, admin, 403),
+        (editor_key, viewer, 403),
+        (editor_key, editor, 201),
+        (admin_key, admin, 201),
+        (admin_key, editor, 201),
+        (admin_key, viewer, 201),
+    ]:
         response = client_for(key).post("/v1/sso_tokens", {"user_id": str(user.pk)}, format="json")
         assert response.status_code == status, (key.user.role, user.role, response.content)
     # The rule is the service's, whoever calls it: a key is never turned into a link above its owner.

@@ -70,10 +70,16 @@ def test_adding_a_user_invites_them(admin_client, mailoutbox, emitted):
     account = AccountFactory()
     response = admin_client.post(
         "/admin/users/user/add/",
-        {"account": account.pk, "email": "Added@Example.com", "name": "Added", "role": Role.EDITOR,
-         "metadata": "{}", "send_invitation": "on"},
+        {
+            "account": account.pk,
+            "email": "Added@Example.com",
+            "name": "Added",
+            "role": Role.EDITOR,
+            "metadata": "{}",
+            "send_invitation": "on",
+        },
         follow=True,
-    )  # fmt: skip
+    )
     assert response.status_code == 200
     user = User.objects.get(email="added@example.com")
     assert (user.account, user.status, user.permissions) == (account, Status.INVITED, default_permissions_for("editor"))

@@ -21,13 +21,19 @@ OPERATIONS = {
     "list": ("get", "/v1/users", None, Scope.READ_USERS, 200, 403),
     "read another user": ("get", "/v1/users/{other}", None, Scope.READ_USERS, 200, 403),
     "read oneself": ("get", "/v1/users/{self}", None, Scope.READ_USERS, 200, 200),
-    "create": ("post", "/v1/users", {"email": "new@example.com", "name": "New", "send_invitation": False},
-               Scope.WRITE_USERS, 201, 403),
+    "create": (
+        "post",
+        "/v1/users",
+        {"email": "new@example.com", "name": "New", "send_invitation": False},
+        Scope.WRITE_USERS,
+        201,
+        403,
+    ),
     "update": ("put", "/v1/users/{other}", {"name": "Renamed"}, Scope.WRITE_USERS, 200, 403),
     "delete": ("delete", "/v1/users/{other}", None, Scope.WRITE_USERS, 204, 403),
     "read own profile": ("get", "/v1/users/profile", None, None, 200, 200),
     "update own profile": ("put", "/v1/users/profile", {"name": "Me"}, None, 200, 200),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("role", [Role.ADMIN, Role.EDITOR])

@@ -55,12 +55,18 @@ def test_without_a_format_the_endpoint_uses_the_specification_s_headers_and_says
     ("args", "code", "message"),
     [
         (["--account", "999999", "--url", "http://127.0.0.1:9/hook"], "not_found", "No account with id 999999."),
-        (["--account", "{account}", "--url", "http://127.0.0.1:9/hook", "--events", "post.nope"],
-         "VALIDATION_ERROR", "Unknown events: post.nope"),
-        (["--account", "{account}", "--url", "ftp://example.com/hook"],
-         "VALIDATION_ERROR", "The URL must be an absolute http:// or https:// URL."),
+        (
+            ["--account", "{account}", "--url", "http://127.0.0.1:9/hook", "--events", "post.nope"],
+            "VALIDATION_ERROR",
+            "Unknown events: post.nope",
+        ),
+        (
+            ["--account", "{account}", "--url", "ftp://example.com/hook"],
+            "VALIDATION_ERROR",
+            "The URL must be an absolute http:// or https:// URL.",
+        ),
     ],
-)  # fmt: skip
+)
 def test_errors_are_json_on_stderr_with_exit_1_when_json_is_asked_for(
     run, account, private_targets, args, code, message
 ):

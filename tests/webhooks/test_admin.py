@@ -167,9 +167,16 @@ def test_add_webhook_command_prints_id_and_secret(private_targets):
     account = AccountFactory()
     out = StringIO()
     call_command(
-        "add_webhook", "--account", str(account.pk), "--url", "http://127.0.0.1:9/x",
-        "--events", "post.published,post.unpublished", "--json", stdout=out,
-    )  # fmt: skip
+        "add_webhook",
+        "--account",
+        str(account.pk),
+        "--url",
+        "http://127.0.0.1:9/x",
+        "--events",
+        "post.published,post.unpublished",
+        "--json",
+        stdout=out,
+    )
     printed = json.loads(out.getvalue())
     endpoint = WebhookEndpoint.objects.get(pk=printed["id"])
     assert printed["secret"] == endpoint.secret

@@ -68,15 +68,25 @@ def a_delivery_retried_by_hand(endpoint, kind: str) -> Delivery:
     """A delivery that failed once automatically, then succeeded on a manual retry."""
     event = Event.objects.create(account=endpoint.account, kind=kind, body=f'{{"event": "{kind}"}}')
     delivery = Delivery.objects.create(
-        event=event, endpoint=endpoint, status=DeliveryStatus.SUCCEEDED, attempts=1, last_status_code=200,
-        delivered_at=timezone.now(), last_error="",
-    )  # fmt: skip
+        event=event,
+        endpoint=endpoint,
+        status=DeliveryStatus.SUCCEEDED,
+        attempts=1,
+        last_status_code=200,
+        delivered_at=timezone.now(),
+        last_error="",
+    )
     tries = ((1, AttemptTrigger.AUTOMATIC, True, 503), (2, AttemptTrigger.MANUAL, False, 200))
     for number, trigger, counted, status in tries:
         Attempt.objects.create(
-            delivery=delivery, number=number, trigger=trigger, counted=counted, started_at=timezone.now(),
-            request_body=event.body, response_status=status,
-        )  # fmt: skip
+            delivery=delivery,
+            number=number,
+            trigger=trigger,
+            counted=counted,
+            started_at=timezone.now(),
+            request_body=event.body,
+            response_status=status,
+        )
     return delivery
 
 
@@ -98,8 +108,13 @@ def test_the_delivery_list_shows_every_column_and_cell_whole_at_1400_px(page, li
     assert scrolled <= shown, f"the list scrolls sideways inside its box ({scrolled} > {shown})"
     headers = page.locator("#result_list thead th").evaluate_all(MEASURE)
     assert [h["text"] for h in headers][1:] == [
-        "ID", "EVENT / ENDPOINT", "LAST STATUS", "ATTEMPTS COUNTED", "CREATED AT", "ACCOUNT",
-    ]  # fmt: skip
+        "ID",
+        "EVENT / ENDPOINT",
+        "LAST STATUS",
+        "ATTEMPTS COUNTED",
+        "CREATED AT",
+        "ACCOUNT",
+    ]
     assert not outside_the_window(headers), headers
     cells = page.locator("#result_list tbody tr td, #result_list tbody tr th").evaluate_all(MEASURE)
     assert len(cells) == 3 * 7

@@ -64,8 +64,9 @@ def check_path_template(template: str) -> None:
         raise PublishError("Enter a path template, e.g. content/posts/{slug}.md.", permanent=True)
     names = template_placeholders(template, "path template")
     if "slug" not in names and "id" not in names:
-        raise PublishError("The path template needs {slug} or {id}, or every post would get the same file.",
-                           permanent=True)  # fmt: skip
+        raise PublishError(
+            "The path template needs {slug} or {id}, or every post would get the same file.", permanent=True
+        )
     if template.startswith(("/", "~")) or ":" in template.split("/")[0]:
         raise PublishError("The path template must be a relative path inside the repository.", permanent=True)
     for part in template.split("/"):
@@ -156,9 +157,11 @@ class GitPublisher:
         self.setup = destination
         self.remote = parse_remote(destination.repository_url)
         self.credentials = Credentials(
-            token=destination.token(), token_username=destination.token_username,
-            ssh_key=destination.ssh_key(), known_hosts=destination.known_hosts,
-        )  # fmt: skip
+            token=destination.token(),
+            token_username=destination.token_username,
+            ssh_key=destination.ssh_key(),
+            known_hosts=destination.known_hosts,
+        )
 
     def _author(self) -> bytes:
         name = " ".join(self.setup.author_name.replace("<", "").replace(">", "").split()) or "Content Publishing"
@@ -196,9 +199,15 @@ class GitPublisher:
                             return Outcome(reference=commit, path=kept_path)
                         try:
                             commit = repository.commit_and_push(
-                                client, path, repo, branch=branch, parent=head.commit, changes=changes,
-                                message=message, author=self._author(),
-                            )  # fmt: skip
+                                client,
+                                path,
+                                repo,
+                                branch=branch,
+                                parent=head.commit,
+                                changes=changes,
+                                message=message,
+                                author=self._author(),
+                            )
                         except repository.BranchMoved:
                             self._timeout(job)
                             continue
@@ -244,9 +253,11 @@ class GitPublisher:
             if not target and document is not None:
                 try:
                     target = render_template(
-                        self.setup.path_template, slug=document.slug, post_id=document.post_id,
+                        self.setup.path_template,
+                        slug=document.slug,
+                        post_id=document.post_id,
                         date=document.published_at,
-                    )  # fmt: skip
+                    )
                 except RefusedPath:
                     return {}, "", ""  # never committed there: git refuses that path
             existing = repository.read_file(repo, head, target) if target else None
@@ -270,8 +281,10 @@ class GitPublisher:
             with repository.cached_copy(self.remote.url) as repo, self._connect(context) as (client, path):
                 head = repository.fetch_head(client, path, repo, self.setup.branch)
                 if head.commit is None:
-                    return (f"Connected to {self.remote.url}: the repository is empty; the first publication "
-                            f"creates the branch {self.setup.branch!r}.")  # fmt: skip
+                    return (
+                        f"Connected to {self.remote.url}: the repository is empty; the first publication "
+                        f"creates the branch {self.setup.branch!r}."
+                    )
                 commit = repo[head.commit]
                 subject = commit.message.decode("utf-8", "replace").splitlines()[0] if commit.message else ""
                 when = datetime.fromtimestamp(commit.commit_time, tz=UTC)

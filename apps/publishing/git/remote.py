@@ -77,8 +77,9 @@ def _web_remote(url: str, parts: SplitResult, scheme: str) -> Remote:
 def _ssh_remote(url: str, parts: SplitResult) -> Remote:
     if not parts.hostname or not parts.path.strip("/"):
         raise _wrong(f"{url!r} names no repository: use ssh://git@host/owner/repo.git.")
-    return Remote(kind="ssh", url=url, host=parts.hostname, port=parts.port, user=parts.username or "git",
-                  path=parts.path)  # fmt: skip
+    return Remote(
+        kind="ssh", url=url, host=parts.hostname, port=parts.port, user=parts.username or "git", path=parts.path
+    )
 
 
 def _local_remote(url: str, parts: SplitResult, scheme: str) -> Remote:

@@ -71,8 +71,9 @@ def git_destination_save(
     """Set the channel's repository up (or change it). `token` and `ssh_key`: a new value, None to
     clear it, KEEP to leave the stored one."""
     if channel.platform != Platform.GIT:
-        raise DomainError(f"Only git channels publish to a repository; this channel is {channel.platform}.",
-                          code="invalid_platform")  # fmt: skip
+        raise DomainError(
+            f"Only git channels publish to a repository; this channel is {channel.platform}.", code="invalid_platform"
+        )
     git_settings_check(settings)
     destination = GitDestination.objects.select_for_update().filter(channel=channel).first() or GitDestination(
         channel=channel
@@ -89,9 +90,10 @@ def git_destination_save(
     remote = parse_remote(destination.repository_url)
     if remote.kind == "ssh" and not destination.known_hosts.strip():
         raise field_error(
-            "known_hosts", "required",
+            "known_hosts",
+            "required",
             f"An ssh repository needs its host's public key: paste the output of {keyscan_command(remote)}.",
-        )  # fmt: skip
+        )
     destination.save()
     return destination
 

@@ -29,8 +29,10 @@ def ssh_client(remote: Remote, credentials: Credentials, *, timeout: float) -> I
         command = _ssh_command(Path(folder), credentials, timeout)
         vendor = _SSHUntilDeadline(time.monotonic() + timeout)
         try:
-            yield SSHGitClient(remote.host, port=remote.port, username=remote.user, ssh_command=command,
-                               vendor=vendor), remote.path  # fmt: skip
+            yield (
+                SSHGitClient(remote.host, port=remote.port, username=remote.user, ssh_command=command, vendor=vendor),
+                remote.path,
+            )
         except Exception as exc:
             if vendor.expired.is_set():
                 raise PublishError(did_not_answer()) from exc
@@ -41,8 +43,9 @@ def ssh_client(remote: Remote, credentials: Credentials, *, timeout: float) -> I
 
 def _check_credentials(remote: Remote, credentials: Credentials) -> None:
     if not credentials.ssh_key:
-        raise PublishError("An ssh:// repository needs a private key (a deploy key) in the channel's git settings.",
-                           permanent=True)  # fmt: skip
+        raise PublishError(
+            "An ssh:// repository needs a private key (a deploy key) in the channel's git settings.", permanent=True
+        )
     if not credentials.known_hosts.strip():
         raise PublishError(
             f"An ssh:// repository needs the host's public key: add the output of {keyscan_command(remote)} "
@@ -69,12 +72,29 @@ def _ssh_command(folder: Path, credentials: Credentials, timeout: float) -> str:
     return " ".join(
         shlex.quote(part)
         for part in (
-            "ssh", "-F", "/dev/null", "-i", str(key_file), "-o", "IdentitiesOnly=yes",
-            "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={hosts_file}",
-            "-o", "GlobalKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={seconds}",
-            "-o", f"ServerAliveInterval={seconds}", "-o", "ServerAliveCountMax=1",
+            "ssh",
+            "-F",
+            "/dev/null",
+            "-i",
+            str(key_file),
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={hosts_file}",
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"ConnectTimeout={seconds}",
+            "-o",
+            f"ServerAliveInterval={seconds}",
+            "-o",
+            "ServerAliveCountMax=1",
         )
-    )  # fmt: skip
+    )
 
 
 def _lines(text: str) -> str:

@@ -98,10 +98,12 @@ class LinkedInConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     readonly_fields = ("channel", "connected_as", "access", "connected_by", "connected_at", "redirect_url")
     fieldsets = (
         (None, {"fields": ("channel", "connected_as", "organization_urn")}),
-        ("Access (the tokens are stored encrypted and never shown)", {"fields": ("access", "connected_by",
-                                                                                 "connected_at")}),
+        (
+            "Access (the tokens are stored encrypted and never shown)",
+            {"fields": ("access", "connected_by", "connected_at")},
+        ),
         ("LinkedIn app", {"fields": ("redirect_url",)}),
-    )  # fmt: skip
+    )
     # Where a channel publishes, with its credentials: an SSO session confirms its password first.
     step_up = StepUp.ALL_BUT_THE_LIST
     object_buttons = (
@@ -273,16 +275,22 @@ def describe(channel_id: int) -> SetupLink:
     connection = LinkedInConnection.objects.filter(channel_id=channel_id).first()
     if connection is None:
         return SetupLink(
-            "Not connected:", "publishing_linkedin_linkedinconnection_connect", "Connect LinkedIn", (channel_id,),
+            "Not connected:",
+            "publishing_linkedin_linkedinconnection_connect",
+            "Connect LinkedIn",
+            (channel_id,),
             button=True,
-        )  # fmt: skip
+        )
     problem = warning(connection)
     # The warning says when a lost or ending access ends; otherwise the page says it here.
     text = "LinkedIn, posting as" if problem else f"LinkedIn ({access_end(connection)}), posting as"
     return SetupLink(
-        text, "publishing_linkedin_linkedinconnection_change", connection.author_name, (connection.pk,),
+        text,
+        "publishing_linkedin_linkedinconnection_change",
+        connection.author_name,
+        (connection.pk,),
         warning=problem,
-    )  # fmt: skip
+    )
 
 
 def access_end(connection: LinkedInConnection) -> str:
@@ -310,8 +318,10 @@ def preview(document: Document) -> str:
         return format_html('<strong class="errornote">{}</strong>', exc.message)
     return format_html(
         '<div class="readonly">{}</div><p class="help">{} of {} characters.</p>',
-        linebreaksbr(shown(document)), f"{length:,}", f"{LIMIT:,}",
-    )  # fmt: skip
+        linebreaksbr(shown(document)),
+        f"{length:,}",
+        f"{LIMIT:,}",
+    )
 
 
 register_post_preview("linkedin", preview)

@@ -113,11 +113,13 @@ def exchange_code(*, code: str, redirect_uri: str) -> dict:
     session = oauth_session(redirect_uri=redirect_uri)
     return _token(
         lambda: session.fetch_token(
-            f"{settings.LINKEDIN_AUTH_URL}/accessToken", grant_type="authorization_code", code=code,
+            f"{settings.LINKEDIN_AUTH_URL}/accessToken",
+            grant_type="authorization_code",
+            code=code,
             timeout=settings.PUBLISH_TIMEOUT,
         ),
         "the authorization code",
-    )  # fmt: skip
+    )
 
 
 def refresh(*, refresh_token: str) -> dict:
@@ -157,14 +159,19 @@ class Client:
     def _request(self, method: str, path: str, what: str, *, rest: bool = True, headers=None, **kwargs):
         if rest:
             headers = {
-                "LinkedIn-Version": settings.LINKEDIN_API_VERSION, "X-Restli-Protocol-Version": RESTLI_PROTOCOL,
+                "LinkedIn-Version": settings.LINKEDIN_API_VERSION,
+                "X-Restli-Protocol-Version": RESTLI_PROTOCOL,
                 **(headers or {}),
-            }  # fmt: skip
+            }
         try:
             response = self.session.request(
-                method, f"{settings.LINKEDIN_API_URL}{path}", headers=headers, timeout=self._timeout(),
-                allow_redirects=False, **kwargs,
-            )  # fmt: skip
+                method,
+                f"{settings.LINKEDIN_API_URL}{path}",
+                headers=headers,
+                timeout=self._timeout(),
+                allow_redirects=False,
+                **kwargs,
+            )
         except requests.RequestException as exc:
             raise _no_answer(exc, what) from None
         if response.status_code >= 300:
@@ -193,9 +200,11 @@ class Client:
         """The pages the member administers, as [{"urn", "name"}]; None when the token may not list them."""
         try:
             response = self._request(
-                "GET", "/rest/organizationAcls", "the member's pages",
+                "GET",
+                "/rest/organizationAcls",
+                "the member's pages",
                 params={"q": "roleAssignee", "role": "ADMINISTRATOR", "state": "APPROVED"},
-            )  # fmt: skip
+            )
         except ApiError as exc:
             if exc.status == 403:  # no r_organization_admin: pages are then typed in by hand
                 return None
@@ -233,17 +242,22 @@ class Client:
 
     def update_commentary(self, *, urn: str, commentary: str) -> None:
         self._request(
-            "POST", f"/rest/posts/{quote(urn, safe='')}", "the post's new text",
-            headers={"X-RestLi-Method": "PARTIAL_UPDATE"}, json={"patch": {"$set": {"commentary": commentary}}},
-        )  # fmt: skip
+            "POST",
+            f"/rest/posts/{quote(urn, safe='')}",
+            "the post's new text",
+            headers={"X-RestLi-Method": "PARTIAL_UPDATE"},
+            json={"patch": {"$set": {"commentary": commentary}}},
+        )
 
     def delete_post(self, *, urn: str) -> bool:
         """Take the post down; False when LinkedIn has no such post (already gone)."""
         try:
             self._request(
-                "DELETE", f"/rest/posts/{quote(urn, safe='')}", "the post's removal",
+                "DELETE",
+                f"/rest/posts/{quote(urn, safe='')}",
+                "the post's removal",
                 headers={"X-RestLi-Method": "DELETE"},
-            )  # fmt: skip
+            )
         except ApiError as exc:
             if exc.status == 404:
                 return False
@@ -253,8 +267,10 @@ class Client:
     def recent_posts(self, *, author: str, count: int = 20) -> list[dict]:
         """The author's latest posts, newest first (LinkedIn's finder by author)."""
         response = self._request(
-            "GET", f"/rest/posts?author={quote(author, safe='')}&q=author&count={count}&sortBy=LAST_MODIFIED",
-            "the author's recent posts", headers={"X-RestLi-Method": "FINDER"},
-        )  # fmt: skip
+            "GET",
+            f"/rest/posts?author={quote(author, safe='')}&q=author&count={count}&sortBy=LAST_MODIFIED",
+            "the author's recent posts",
+            headers={"X-RestLi-Method": "FINDER"},
+        )
         elements = self._json(response, "the author's posts").get("elements") or []
         return [element for element in elements if isinstance(element, dict)]

@@ -127,9 +127,11 @@ class LinkedInPublisher:
             )
         else:
             sent = SentPost.objects.create(
-                job_id=job.job_id, channel_id=self.connection.channel_id, author=self.connection.author,
+                job_id=job.job_id,
+                channel_id=self.connection.channel_id,
+                author=self.connection.author,
                 commentary_sha256=_digest(text),
-            )  # fmt: skip
+            )
         try:
             urn = linkedin.create_post(author=self.connection.author, commentary=text)
         except client.ApiError as exc:

@@ -179,10 +179,14 @@ def token_refresh(*, connection: LinkedInConnection) -> LinkedInConnection:
     # Two refreshes at once (the daily check and a job) both get working tokens: either may stay.
     connection.save(
         update_fields=[
-            "access_token_encrypted", "expires_at", "refresh_token_encrypted", "refresh_expires_at",
-            "warned_for_expiry", "updated_at",
+            "access_token_encrypted",
+            "expires_at",
+            "refresh_token_encrypted",
+            "refresh_expires_at",
+            "warned_for_expiry",
+            "updated_at",
         ]
-    )  # fmt: skip
+    )
     logger.info("linkedin channel=%s access renewed until %s", connection.channel_id, connection.expires_at)
     return connection
 
@@ -238,6 +242,8 @@ def _tell_admins(connection_id: int, template: str) -> None:
     if connection is None:
         return
     tell_account_admins(
-        account=connection.channel.account, template=template, context={"connection": connection},
+        account=connection.channel.account,
+        template=template,
+        context={"connection": connection},
         page=("admin:publishing_linkedin_linkedinconnection_change", connection.pk),
-    )  # fmt: skip
+    )

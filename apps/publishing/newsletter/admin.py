@@ -79,10 +79,14 @@ class NewsletterAdmin(DomainErrorsAsMessages, SettingsModelAdmin):
         return format_html(
             '<a href="{}?channel__id__exact={}">{} confirmed, {} yet to confirm, {} unsubscribed</a> · '
             '<a href="{}?channel={}">Import CSV</a>',
-            url, obj.channel_id, counts[SubscriberStatus.CONFIRMED], counts[SubscriberStatus.UNCONFIRMED],
-            counts[SubscriberStatus.UNSUBSCRIBED], admin_url(self, "publishing_newsletter_subscriber_import"),
+            url,
             obj.channel_id,
-        )  # fmt: skip
+            counts[SubscriberStatus.CONFIRMED],
+            counts[SubscriberStatus.UNCONFIRMED],
+            counts[SubscriberStatus.UNSUBSCRIBED],
+            admin_url(self, "publishing_newsletter_subscriber_import"),
+            obj.channel_id,
+        )
 
     @admin.display(description="pages")
     def pages(self, obj: Newsletter) -> str:
@@ -92,10 +96,14 @@ class NewsletterAdmin(DomainErrorsAsMessages, SettingsModelAdmin):
         public = obj.channel.public_url()
         return format_html(
             '<a href="{}?channel__id__exact={}">Editions</a>{}',
-            editions, obj.channel_id,
-            format_html(' · <a href="{}" target="_blank" rel="noopener">Public page (subscribe form and archive)</a>',
-                        public) if public else "",
-        )  # fmt: skip
+            editions,
+            obj.channel_id,
+            format_html(
+                ' · <a href="{}" target="_blank" rel="noopener">Public page (subscribe form and archive)</a>', public
+            )
+            if public
+            else "",
+        )
 
     def get_readonly_fields(self, request, obj=None):
         # The settings stay with their channel.
@@ -115,9 +123,11 @@ def describe(channel_id: int) -> SetupLink:
     newsletter = Newsletter.objects.filter(channel_id=channel_id).only("pk").first()
     if newsletter is None:
         return SetupLink(
-            f"{readers}, from the channel's title:", "publishing_newsletter_newsletter_add",
-            "set the sender name and reply-to", query=f"channel={channel_id}",
-        )  # fmt: skip
+            f"{readers}, from the channel's title:",
+            "publishing_newsletter_newsletter_add",
+            "set the sender name and reply-to",
+            query=f"channel={channel_id}",
+        )
     return SetupLink(
         f"{readers}:", "publishing_newsletter_newsletter_change", "sender, reply-to and subscribers", (newsletter.pk,)
     )
@@ -137,8 +147,15 @@ class SubscriberAdmin(SubscriberFiles, DomainErrorsAsMessages, SettingsModelAdmi
     search_fields = ("email", "name")
     search_help_text = "Part of an e-mail address or a name."
     readonly_fields = (
-        "email", "name", "status", "channel", "created_at", "confirmed_at", "unsubscribed_at", "suppressed",
-    )  # fmt: skip
+        "email",
+        "name",
+        "status",
+        "channel",
+        "created_at",
+        "confirmed_at",
+        "unsubscribed_at",
+        "suppressed",
+    )
     # Every page names readers (the list, its search, a subscriber, the export): an SSO session
     # confirms its password first, as the API asks a key for `read:subscribers`.
     step_up = StepUp.EVERY_PAGE
@@ -241,9 +258,18 @@ class EditionAdmin(EditionPages, SettingsModelAdmin):
     list_select_related = ("channel",)
     search_fields = ("subject",)
     readonly_fields = (
-        "post_link", "channel", "subject", "archive", "started_at", "finished_at", "counts", "failed_addresses",
-        "uncertain_addresses", "preview", "text_part",
-    )  # fmt: skip
+        "post_link",
+        "channel",
+        "subject",
+        "archive",
+        "started_at",
+        "finished_at",
+        "counts",
+        "failed_addresses",
+        "uncertain_addresses",
+        "preview",
+        "text_part",
+    )
     # An edition's page lists its failed and uncertain addresses; the list shows counts only. A post's
     # preview and test (EditionPages) name no reader and stay open (step_up.not_needed).
     step_up = StepUp.ALL_BUT_THE_LIST
@@ -353,8 +379,10 @@ def post_preview(document: Document) -> str:
     url = reverse("admin:publishing_newsletter_edition_post_preview", args=[document.post_id])
     return format_html(
         '{}<p><a href="{}">Open the e-mail preview and send yourself a test</a></p>{}',
-        sent, url, preview_frame(shown),
-    )  # fmt: skip
+        sent,
+        url,
+        preview_frame(shown),
+    )
 
 
 register_post_preview(Platform.NEWSLETTER, post_preview)

@@ -75,8 +75,10 @@ def subscriber_confirm(*, token: str) -> ConfirmLink:
         account_id=channel.account_id, channel=channel, email_hash=email_hash(subscriber.email)
     ).delete()
     subscriber.status, subscriber.confirmed_at, subscriber.unsubscribed_at = (
-        SubscriberStatus.CONFIRMED, timezone.now(), None,
-    )  # fmt: skip
+        SubscriberStatus.CONFIRMED,
+        timezone.now(),
+        None,
+    )
     subscriber.save(update_fields=["status", "confirmed_at", "unsubscribed_at"])
     event_emit(account=channel.account, kind=SubscriberEvent.CONFIRMED, data=subscriber_webhook_data(subscriber))
     return ConfirmLink(LinkState.DONE, subscriber)

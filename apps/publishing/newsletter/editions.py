@@ -45,9 +45,14 @@ def edition_freeze(*, channel: Channel, job_id: int, document: Document) -> Edit
     rendered = message.render(channel=channel, document=document)
     with transaction.atomic():
         edition = Edition.objects.create(
-            post_id=document.post_id, channel=channel, job_id=job_id, subject=rendered.subject[:300],
-            html=rendered.html, text=rendered.text, archive_url=channel.post_url(document.slug) or "",
-        )  # fmt: skip
+            post_id=document.post_id,
+            channel=channel,
+            job_id=job_id,
+            subject=rendered.subject[:300],
+            html=rendered.html,
+            text=rendered.text,
+            archive_url=channel.post_url(document.slug) or "",
+        )
         audience = (
             Subscriber.objects.filter(channel=channel, status=SubscriberStatus.CONFIRMED)
             .order_by("id")
@@ -151,8 +156,14 @@ def edition_send_uncertain(*, edition: Edition) -> int:
             return 0
         Edition.objects.filter(pk=edition.pk).update(uncertain=F("uncertain") - count, finished_at=None)
         jobs_enqueue(
-            items=[JobInput(channel_id=edition.channel_id, post_id=edition.post_id, title=edition.subject,
-                            action=JobAction.PUBLISH)]
-        )  # fmt: skip
+            items=[
+                JobInput(
+                    channel_id=edition.channel_id,
+                    post_id=edition.post_id,
+                    title=edition.subject,
+                    action=JobAction.PUBLISH,
+                )
+            ]
+        )
     logger.info("newsletter edition=%s sending again to uncertain=%d", edition.pk, count)
     return count

@@ -148,9 +148,13 @@ _envelopes: dict[tuple, _Envelope] = {}
 def _envelope(newsletter) -> _Envelope:
     channel = newsletter.channel
     key = (
-        channel.pk, channel.title, newsletter.sender_name, newsletter.reply_to,
-        settings.DEFAULT_FROM_EMAIL, settings.SITE_URL,
-    )  # fmt: skip
+        channel.pk,
+        channel.title,
+        newsletter.sender_name,
+        newsletter.reply_to,
+        settings.DEFAULT_FROM_EMAIL,
+        settings.SITE_URL,
+    )
     envelope = _envelopes.get(key)
     if envelope is None:
         domain = urlsplit(settings.SITE_URL).hostname or "localhost"

@@ -198,9 +198,13 @@ class Edition(models.Model):
     def recipients(self) -> dict[str, int]:
         """The publication's `recipients` counts."""
         return {
-            "total": self.total, "pending": self.pending, "sent": self.sent, "failed": self.failed,
-            "suppressed": self.suppressed, "uncertain": self.uncertain,
-        }  # fmt: skip
+            "total": self.total,
+            "pending": self.pending,
+            "sent": self.sent,
+            "failed": self.failed,
+            "suppressed": self.suppressed,
+            "uncertain": self.uncertain,
+        }
 
 
 class DeliveryState(models.TextChoices):

@@ -190,9 +190,10 @@ class Sender:
         records = list(
             Delivery.objects.filter(batch=batch, state=DeliveryState.CLAIMED)
             .order_by("id")
-            .values_list("id", "attempts", "subscriber__email", "subscriber__name", "subscriber__token",
-                         "subscriber__status")
-        )  # fmt: skip
+            .values_list(
+                "id", "attempts", "subscriber__email", "subscriber__name", "subscriber__token", "subscriber__status"
+            )
+        )
         tally = Tally()
         blocked = suppressions_of(self.channel, {email_hash(email) for _, _, email, *_ in records if email})
         # Gone since the audience was frozen: erased, unsubscribed or unconfirmed, or suppressed.
@@ -281,9 +282,11 @@ class Sender:
             raise InProgress(stopped, retry_after=AFTER_UNKNOWN)
         if verdict.kind == "bounce":
             suppress(
-                account_id=self.channel.account_id, email=email, reason=SuppressionReason.BOUNCE,
+                account_id=self.channel.account_id,
+                email=email,
+                reason=SuppressionReason.BOUNCE,
                 detail=f"The mail server refused it: {verdict.error}",
-            )  # fmt: skip
+            )
         delay = retry_delay(attempts, settings.PUBLISH_RETRY_DELAYS) if verdict.kind == "retry" else None
         if delay is not None:
             return bool(

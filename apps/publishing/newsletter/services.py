@@ -128,10 +128,13 @@ def subscriber_create(*, channel: Channel, email: str, name: str = "", confirmed
     try:
         with transaction.atomic():
             subscriber = Subscriber.objects.create(
-                channel=channel, email=email, name=(name or "").strip()[:200],
+                channel=channel,
+                email=email,
+                name=(name or "").strip()[:200],
                 status=SubscriberStatus.CONFIRMED if confirmed else SubscriberStatus.UNCONFIRMED,
-                confirmed_at=now if confirmed else None, created_at=now,
-            )  # fmt: skip
+                confirmed_at=now if confirmed else None,
+                created_at=now,
+            )
     except IntegrityError:  # the same address added at the same moment
         raise Conflict("This address is on the newsletter's list already.", details={"reason": "exists"}) from None
     if confirmed:
@@ -178,9 +181,12 @@ def subscriber_unsubscribe(*, token: str) -> Subscriber | None:
     if subscriber is None:
         return None
     suppress(
-        account_id=subscriber.channel.account_id, channel=subscriber.channel, email=subscriber.email,
-        reason=SuppressionReason.UNSUBSCRIBED, detail="The person unsubscribed.",
-    )  # fmt: skip
+        account_id=subscriber.channel.account_id,
+        channel=subscriber.channel,
+        email=subscriber.email,
+        reason=SuppressionReason.UNSUBSCRIBED,
+        detail="The person unsubscribed.",
+    )
     if subscriber.confirm_token_hash is not None:
         subscriber.confirm_token_hash = subscriber.confirm_expires_at = None
         subscriber.save(update_fields=["confirm_token_hash", "confirm_expires_at"])
@@ -230,8 +236,12 @@ def suppression_lift(*, suppression: Suppression, reason: str, by: str) -> None:
         raise InvalidInput("Say why the address may be mailed again.", details={"reason": ["This field is required."]})
     logger.info(
         "suppression lifted account=%s reason=%s hash=%s by=%s why=%r",
-        suppression.account_id, suppression.reason, suppression.email_hash[:12], by, reason,
-    )  # fmt: skip
+        suppression.account_id,
+        suppression.reason,
+        suppression.email_hash[:12],
+        by,
+        reason,
+    )
     suppression.delete()
 
 

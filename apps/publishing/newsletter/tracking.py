@@ -155,8 +155,11 @@ def _apply_to_delivery(delivery: Delivery, *, email: str, reason: str, detail: s
     channel = delivery.edition.channel
     logger.info(
         "newsletter tracking: %s for edition=%s account=%s hash=%s",
-        reason, delivery.edition_id, channel.account_id, email_hash(email)[:12],
-    )  # fmt: skip
+        reason,
+        delivery.edition_id,
+        channel.account_id,
+        email_hash(email)[:12],
+    )
     if reason == SuppressionReason.UNSUBSCRIBED:
         if delivery.subscriber is not None:
             services.subscriber_unsubscribe(token=delivery.subscriber.token)
@@ -186,8 +189,10 @@ def _apply_to_address(*, email: str, reason: str, detail: str) -> None:
         touched = len(accounts)
     logger.info(
         "newsletter tracking: %s for a message of no edition, hash=%s, applied %d time(s)",
-        reason, email_hash(email)[:12], touched,
-    )  # fmt: skip
+        reason,
+        email_hash(email)[:12],
+        touched,
+    )
 
 
 def on_tracking(sender, event: AnymailTrackingEvent, esp_name: str, **kwargs) -> None:

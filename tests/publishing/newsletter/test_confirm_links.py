@@ -208,12 +208,16 @@ def test_the_migration_keeps_every_unsubscribe_link_and_the_confirm_links_of_peo
     now = timezone.now()
     people = {
         status: Subscriber_.objects.create(
-            channel_id=channel.pk, email=f"{status}@example.com", status=status, created_at=now,
-            confirmation_sent_at=now, confirmed_at=now if status != "unconfirmed" else None,
+            channel_id=channel.pk,
+            email=f"{status}@example.com",
+            status=status,
+            created_at=now,
+            confirmation_sent_at=now,
+            confirmed_at=now if status != "unconfirmed" else None,
             unsubscribed_at=now if status == "unsubscribed" else None,
         )
         for status in ("unconfirmed", "confirmed", "unsubscribed")
-    }  # fmt: skip
+    }
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
 

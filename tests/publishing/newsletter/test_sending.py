@@ -76,8 +76,13 @@ def test_a_thousand_subscribers_receive_exactly_a_thousand_messages_each_address
     edition = edition_of(post)
     assert edition.finished_at is not None
     assert edition.recipients() == {
-        "total": 1000, "pending": 0, "sent": 1000, "failed": 0, "suppressed": 0, "uncertain": 0,
-    }  # fmt: skip
+        "total": 1000,
+        "pending": 0,
+        "sent": 1000,
+        "failed": 0,
+        "suppressed": 0,
+        "uncertain": 0,
+    }
     job = PublicationJob.objects.get(post_id=post.pk)
     assert (job.state, job.reference, job.url) == ("succeeded", f"edition:{edition.pk}", newsletter.post_url(post.slug))
     # Each record holds the Message-ID of what the server received.
@@ -148,8 +153,13 @@ def test_a_temporary_refusal_is_retried_later_and_then_sent(smtp_server, newslet
     job = PublicationJob.objects.get(post_id=post.pk)
     assert (job.state, job.attempts) == ("queued", 0)
     assert edition_of(post).recipients() == {
-        "total": 3, "pending": 1, "sent": 2, "failed": 0, "suppressed": 0, "uncertain": 0,
-    }  # fmt: skip
+        "total": 3,
+        "pending": 1,
+        "sent": 2,
+        "failed": 0,
+        "suppressed": 0,
+        "uncertain": 0,
+    }
 
     time.sleep(1.1)
     channel_run(newsletter.pk)
@@ -188,8 +198,12 @@ def test_unconfirmed_unsubscribed_bounced_and_complained_addresses_receive_nothi
         suppress(account_id=account.pk, email=email, reason=reason)
     # Unsubscribed from another newsletter of the account: still on this one.
     SubscriberFactory(channel=newsletter, email="elsewhere@example.com")
-    suppress(account_id=account.pk, channel=NewsletterChannelFactory(account=account), email="elsewhere@example.com",
-             reason="unsubscribed")  # fmt: skip
+    suppress(
+        account_id=account.pk,
+        channel=NewsletterChannelFactory(account=account),
+        email="elsewhere@example.com",
+        reason="unsubscribed",
+    )
     SubscriberFactory(channel=newsletter, email="reader@example.com")
     # A complaint in another account changes nothing here.
     suppress(account_id=NewsletterChannelFactory().account_id, email="reader@example.com", reason="complaint")
@@ -216,10 +230,19 @@ def test_people_who_leave_after_the_send_started_are_skipped_as_suppressed(smtp_
 
     assert smtp_server.count_by_address() == {"reader3@example.com": 1}
     assert edition_of(post).recipients() == {
-        "total": 4, "pending": 0, "sent": 1, "failed": 0, "suppressed": 3, "uncertain": 0,
-    }  # fmt: skip
-    assert states(post) == {"erased": "suppressed", "reader1@example.com": "suppressed",
-                            "reader2@example.com": "suppressed", "reader3@example.com": "sent"}  # fmt: skip
+        "total": 4,
+        "pending": 0,
+        "sent": 1,
+        "failed": 0,
+        "suppressed": 3,
+        "uncertain": 0,
+    }
+    assert states(post) == {
+        "erased": "suppressed",
+        "reader1@example.com": "suppressed",
+        "reader2@example.com": "suppressed",
+        "reader3@example.com": "sent",
+    }
 
 
 def post_subject_document(post):
@@ -242,8 +265,11 @@ def test_a_sent_edition_is_never_sent_again_whatever_happens_to_its_post(smtp_se
 
     assert len(smtp_server.received) == 2
     assert list(PublicationJob.objects.filter(post_id=post.pk).order_by("id").values_list("action", "state")) == [
-        ("publish", "succeeded"), ("update", "succeeded"), ("unpublish", "succeeded"), ("publish", "succeeded"),
-    ]  # fmt: skip
+        ("publish", "succeeded"),
+        ("update", "succeeded"),
+        ("unpublish", "succeeded"),
+        ("publish", "succeeded"),
+    ]
     assert Edition.objects.filter(post_id=post.pk).count() == 1
 
 
@@ -262,8 +288,13 @@ def test_a_message_whose_fate_is_unknown_is_uncertain_and_never_sent_again_by_it
     post.refresh_from_db()
     assert post.publication_status == "published"
     assert edition_of(post).recipients() == {
-        "total": 4, "pending": 0, "sent": 3, "failed": 0, "suppressed": 0, "uncertain": 1,
-    }  # fmt: skip
+        "total": 4,
+        "pending": 0,
+        "sent": 3,
+        "failed": 0,
+        "suppressed": 0,
+        "uncertain": 1,
+    }
 
     # The account decides to send it anyway: only that person is mailed, the post stays published.
     smtp_server.stop_hanging()
@@ -334,16 +365,21 @@ def test_a_provider_through_anymail_gets_each_message_and_its_refusals_are_under
     settings.NEWSLETTER_SEND_RATE = 0
     subscribe(newsletter, 5)
     ProviderBackend.answers = {
-        "reader1@example.com": "rejected", "reader2@example.com": 429, "reader3@example.com": 400,
-    }  # fmt: skip
+        "reader1@example.com": "rejected",
+        "reader2@example.com": 429,
+        "reader3@example.com": 400,
+    }
     mail.outbox = []
 
     post = publish(newsletter)
 
     assert states(post) == {
-        "reader0@example.com": "sent", "reader1@example.com": "failed", "reader2@example.com": "pending",
-        "reader3@example.com": "failed", "reader4@example.com": "sent",
-    }  # fmt: skip
+        "reader0@example.com": "sent",
+        "reader1@example.com": "failed",
+        "reader2@example.com": "pending",
+        "reader3@example.com": "failed",
+        "reader4@example.com": "sent",
+    }
     # The provider's own message ids are kept: its bounce and complaint events name them.
     sent = Delivery.objects.filter(state="sent").order_by("id")
     assert list(sent.values_list("message_id", flat=True)) == ["0", "4"]
@@ -392,8 +428,17 @@ def test_a_page_of_posts_reads_its_publications_in_two_queries_however_many_edit
     posts = PostFactory.create_batch(4, channel=newsletter)
     for number, post in enumerate(posts):
         PublicationJobFactory(channel=newsletter, post_id=post.pk)
-        Edition.objects.create(post_id=post.pk, channel=newsletter, job_id=1, subject="S", html="", text="",
-                               total=1000 * number, sent=10 * number, uncertain=number)  # fmt: skip
+        Edition.objects.create(
+            post_id=post.pk,
+            channel=newsletter,
+            job_id=1,
+            subject="S",
+            html="",
+            text="",
+            total=1000 * number,
+            sent=10 * number,
+            uncertain=number,
+        )
     git_post = PostFactory(channel=ChannelFactory(platform="git"))
     PublicationJobFactory(channel=git_post.channel, post_id=git_post.pk)
 
@@ -403,8 +448,13 @@ def test_a_page_of_posts_reads_its_publications_in_two_queries_however_many_edit
         publications = latest_publications([*(post.pk for post in posts), git_post.pk])
 
     assert publications[posts[3].pk].recipients._asdict() == {
-        "total": 3000, "pending": 2967, "sent": 30, "failed": 0, "suppressed": 0, "uncertain": 3,
-    }  # fmt: skip
+        "total": 3000,
+        "pending": 2967,
+        "sent": 30,
+        "failed": 0,
+        "suppressed": 0,
+        "uncertain": 3,
+    }
     assert publications[git_post.pk].recipients is None
 
 
@@ -417,8 +467,11 @@ def test_the_audience_is_frozen_chunk_by_chunk_without_the_suppressed(smtp_serve
 
     post = publish(newsletter)
 
-    expected = {f"reader{n}@example.com" for n in range(10)} - {"reader1@example.com", "reader4@example.com",
-                                                                "reader8@example.com"}  # fmt: skip
+    expected = {f"reader{n}@example.com" for n in range(10)} - {
+        "reader1@example.com",
+        "reader4@example.com",
+        "reader8@example.com",
+    }
     assert set(states(post)) == expected == set(smtp_server.count_by_address())
     assert edition_of(post).recipients()["total"] == 7
 
@@ -450,5 +503,10 @@ def test_a_change_of_an_editions_counts_alone_is_shown_at_once_by_the_cached_pos
     Edition.objects.filter(post_id=post.pk).update(sent=F("sent") - 1, failed=F("failed") + 1)
 
     assert api.get(url).json()["data"]["publication"]["recipients"] == {
-        "total": 2, "pending": 0, "sent": 1, "failed": 1, "suppressed": 0, "uncertain": 0,
-    }  # fmt: skip
+        "total": 2,
+        "pending": 0,
+        "sent": 1,
+        "failed": 1,
+        "suppressed": 0,
+        "uncertain": 0,
+    }

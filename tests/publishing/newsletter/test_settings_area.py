@@ -126,12 +126,22 @@ def test_every_page_of_a_newsletter_opens_for_an_account_admin(browser, letter):
     newsletter = Newsletter.objects.create(channel=letter, sender_name="The Editors")
 
     for url in (
-        SUBSCRIBERS, f"{SUBSCRIBERS}add/", f"{SUBSCRIBERS}import/", f"{SUBSCRIBERS}{reader.pk}/change/",
-        SUPPRESSIONS, f"{SUPPRESSIONS}{suppression.pk}/change/", f"{SUPPRESSIONS}{suppression.pk}/delete/",
-        EDITIONS, f"{EDITIONS}{edition.pk}/change/", f"{EDITIONS}{edition.pk}/send-uncertain/",
-        f"{EDITIONS}post/{post.pk}/preview/", NEWSLETTERS, f"{NEWSLETTERS}{newsletter.pk}/change/",
-        f"/admin/posts/post/{post.pk}/change/", f"/admin/channels/channel/{letter.pk}/change/",
-    ):  # fmt: skip
+        SUBSCRIBERS,
+        f"{SUBSCRIBERS}add/",
+        f"{SUBSCRIBERS}import/",
+        f"{SUBSCRIBERS}{reader.pk}/change/",
+        SUPPRESSIONS,
+        f"{SUPPRESSIONS}{suppression.pk}/change/",
+        f"{SUPPRESSIONS}{suppression.pk}/delete/",
+        EDITIONS,
+        f"{EDITIONS}{edition.pk}/change/",
+        f"{EDITIONS}{edition.pk}/send-uncertain/",
+        f"{EDITIONS}post/{post.pk}/preview/",
+        NEWSLETTERS,
+        f"{NEWSLETTERS}{newsletter.pk}/change/",
+        f"/admin/posts/post/{post.pk}/change/",
+        f"/admin/channels/channel/{letter.pk}/change/",
+    ):
         assert browser.get(url).status_code == 200, url
     assert browser.get(f"{SUBSCRIBERS}export/").status_code == 200
 
@@ -170,18 +180,22 @@ def test_another_accounts_subscribers_suppressions_and_editions_are_not_found(br
     SubscriberFactory(channel=letter, email="ours@example.com")
 
     for method, url in (
-        ("get", f"{SUBSCRIBERS}{reader.pk}/change/"), ("post", f"{SUBSCRIBERS}{reader.pk}/delete/"),
-        ("get", f"{SUPPRESSIONS}{suppression.pk}/change/"), ("post", f"{SUPPRESSIONS}{suppression.pk}/delete/"),
+        ("get", f"{SUBSCRIBERS}{reader.pk}/change/"),
+        ("post", f"{SUBSCRIBERS}{reader.pk}/delete/"),
+        ("get", f"{SUPPRESSIONS}{suppression.pk}/change/"),
+        ("post", f"{SUPPRESSIONS}{suppression.pk}/delete/"),
         ("get", f"{EDITIONS}{edition.pk}/change/"),
-    ):  # fmt: skip
+    ):
         answer = getattr(browser, method)(url, {"reason": "lift it", "post": "yes"} if method == "post" else None)
         said = messages_of(browser.get(answer["Location"]))[0] if answer.status_code == 302 else ""
         assert "Perhaps it was deleted?" in said, (method, url)
     for method, url in (
-        ("post", f"{EDITIONS}{edition.pk}/send-test/"), ("get", f"{EDITIONS}{edition.pk}/send-uncertain/"),
-        ("post", f"{EDITIONS}{edition.pk}/send-uncertain/"), ("get", f"{EDITIONS}post/{edition.post_id}/preview/"),
+        ("post", f"{EDITIONS}{edition.pk}/send-test/"),
+        ("get", f"{EDITIONS}{edition.pk}/send-uncertain/"),
+        ("post", f"{EDITIONS}{edition.pk}/send-uncertain/"),
+        ("get", f"{EDITIONS}post/{edition.post_id}/preview/"),
         ("post", f"{EDITIONS}post/{edition.post_id}/send-test/"),
-    ):  # fmt: skip
+    ):
         assert getattr(browser, method)(url).status_code == 404, (method, url)
     listed = text_of(browser.get(SUBSCRIBERS))
     assert "ours@example.com" in listed and "theirs@example.com" not in listed
@@ -213,8 +227,16 @@ def test_readers_addresses_are_for_the_accounts_admins_only(member, letter):
     edition = edition_of(PostFactory(channel=letter))
     someone = admin_session(member)
 
-    for url in (SUBSCRIBERS, f"{SUBSCRIBERS}{reader.pk}/change/", f"{SUBSCRIBERS}export/", f"{SUBSCRIBERS}import/",
-                SUPPRESSIONS, EDITIONS, f"{EDITIONS}{edition.pk}/change/", NEWSLETTERS):  # fmt: skip
+    for url in (
+        SUBSCRIBERS,
+        f"{SUBSCRIBERS}{reader.pk}/change/",
+        f"{SUBSCRIBERS}export/",
+        f"{SUBSCRIBERS}import/",
+        SUPPRESSIONS,
+        EDITIONS,
+        f"{EDITIONS}{edition.pk}/change/",
+        NEWSLETTERS,
+    ):
         assert someone.get(url).status_code == 403, url
     assert someone.post(f"{EDITIONS}{edition.pk}/send-uncertain/").status_code == 403
 
@@ -335,9 +357,10 @@ def test_an_import_adds_the_good_rows_skips_those_on_the_list_or_suppressed_and_
 
     assert page.status_code == 200
     assert sorted(Subscriber.objects.filter(channel=letter).values_list("email", "name")) == [
-        ("ada@example.com", "Ada"), ("already@example.com", Subscriber.objects.get(email="already@example.com").name),
+        ("ada@example.com", "Ada"),
+        ("already@example.com", Subscriber.objects.get(email="already@example.com").name),
         ("grace@example.com", "Grace, Admiral"),
-    ]  # fmt: skip
+    ]
     result = page.context["result"]
     assert (result.created, result.skipped) == (2, 3)
     assert [row["line"] for row in result.invalid] == [5, 9]
@@ -432,8 +455,12 @@ def test_the_lists_export_link_carries_its_filters(browser, letter):
 
 
 READERS = (
-    "reader@example.com", "failed@example.com", "gone@example.com", "unsent-reader@example.com", "hooked@example.com",
-)  # fmt: skip
+    "reader@example.com",
+    "failed@example.com",
+    "gone@example.com",
+    "unsent-reader@example.com",
+    "hooked@example.com",
+)
 
 
 @pytest.fixture
@@ -442,8 +469,12 @@ def readers_pages(letter):
     reader = SubscriberFactory(channel=letter, email="reader@example.com", name="Rea Der")
     SubscriberFactory(channel=letter, email="failed@example.com")
     edition = edition_of(PostFactory(channel=letter, title="May"), failed=[1], uncertain=[0])
-    suppression = suppress(account_id=letter.account_id, email="gone@example.com", reason=SuppressionReason.BOUNCE,
-                           detail="550 5.1.1 <gone@example.com>: no such user")  # fmt: skip
+    suppression = suppress(
+        account_id=letter.account_id,
+        email="gone@example.com",
+        reason=SuppressionReason.BOUNCE,
+        detail="550 5.1.1 <gone@example.com>: no such user",
+    )
     unsent = SubscriberFactory(channel__account=letter.account, email="unsent-reader@example.com").channel
     WebhookEndpointFactory(account=letter.account, events=["subscriber.confirmed"])
     subscriber_create(channel=letter, email="hooked@example.com", confirmed=True)
@@ -541,8 +572,12 @@ def test_an_sso_session_of_an_editor_previews_and_tests_a_post_without_the_passw
 
 
 def test_the_suppression_list_is_searched_by_an_address_typed_in(browser, letter):
-    suppress(account_id=letter.account_id, email="bounced@example.com", reason=SuppressionReason.BOUNCE,
-             detail="550 5.1.1 no such user")  # fmt: skip
+    suppress(
+        account_id=letter.account_id,
+        email="bounced@example.com",
+        reason=SuppressionReason.BOUNCE,
+        detail="550 5.1.1 no such user",
+    )
     suppress(account_id=letter.account_id, email="other@example.com", reason=SuppressionReason.COMPLAINT)
 
     found = browser.get(SUPPRESSIONS, {"q": "  Bounced@Example.com "})

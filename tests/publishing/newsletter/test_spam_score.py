@@ -40,9 +40,13 @@ def letter(settings):
 def spam_score(raw: bytes, home) -> tuple[float, str]:
     """SpamAssassin's score of the message and the tests it matched (local tests only)."""
     checked = subprocess.run(
-        [SPAMASSASSIN, "--local", "--test-mode"], input=raw, capture_output=True, check=True, timeout=120,
+        [SPAMASSASSIN, "--local", "--test-mode"],
+        input=raw,
+        capture_output=True,
+        check=True,
+        timeout=120,
         env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+    )
     report = checked.stdout.decode(errors="replace")
     [score] = re.findall(r"Content analysis details:\s+\((-?[0-9.]+) points", report)
     return float(score), report[report.index("Content analysis details") :]

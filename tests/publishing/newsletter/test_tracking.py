@@ -41,16 +41,26 @@ def newsletter(db):
 def sent_edition(channel, subscribers) -> Edition:
     """An edition whose send is over: every subscriber's record `sent`, with its own Message-ID."""
     edition = Edition.objects.create(
-        post_id=PostFactory(channel=channel).pk, channel=channel, job_id=1, subject="Issue 1", html="<p>1</p>",
-        text="1", total=len(subscribers), sent=len(subscribers), finished_at=WHEN,
-    )  # fmt: skip
+        post_id=PostFactory(channel=channel).pk,
+        channel=channel,
+        job_id=1,
+        subject="Issue 1",
+        html="<p>1</p>",
+        text="1",
+        total=len(subscribers),
+        sent=len(subscribers),
+        finished_at=WHEN,
+    )
     Delivery.objects.bulk_create(
         Delivery(
-            edition=edition, subscriber=subscriber, state=DeliveryState.SENT,
-            message_id=f"<{edition.pk}.{subscriber.pk}@cps.example.com>", settled_at=WHEN,
+            edition=edition,
+            subscriber=subscriber,
+            state=DeliveryState.SENT,
+            message_id=f"<{edition.pk}.{subscriber.pk}@cps.example.com>",
+            settled_at=WHEN,
         )
         for subscriber in subscribers
-    )  # fmt: skip
+    )
     return edition
 
 
@@ -82,11 +92,15 @@ def test_a_hard_bounce_delivered_twice_suppresses_the_address_once_and_fails_its
     ada, bob = SubscriberFactory(channel=newsletter), SubscriberFactory(channel=newsletter)
     edition = sent_edition(newsletter, [ada, bob])
     bounce = {
-        "event_type": "bounced", "event_id": "4323372036854775807", "recipient": ada.email.upper(),
-        "message_id": message_id(edition, ada).strip("<>"), "reject_reason": "bounced",
-        "description": "The server was unable to deliver your message", "mta_response": "550 5.1.1 No such user",
+        "event_type": "bounced",
+        "event_id": "4323372036854775807",
+        "recipient": ada.email.upper(),
+        "message_id": message_id(edition, ada).strip("<>"),
+        "reject_reason": "bounced",
+        "description": "The server was unable to deliver your message",
+        "mta_response": "550 5.1.1 No such user",
         "esp_event": {"RecordType": "Bounce", "Type": "HardBounce"},
-    }  # fmt: skip
+    }
 
     report(**bounce)
     report(**bounce)
@@ -104,9 +118,12 @@ def test_a_complaint_delivered_twice_suppresses_the_address_once_and_changes_no_
     ada = SubscriberFactory(channel=newsletter)
     edition = sent_edition(newsletter, [ada])
     complaint = {
-        "event_type": "complained", "event_id": "c-1", "recipient": ada.email,
-        "message_id": message_id(edition, ada), "esp_event": {"RecordType": "SpamComplaint"},
-    }  # fmt: skip
+        "event_type": "complained",
+        "event_id": "c-1",
+        "recipient": ada.email,
+        "message_id": message_id(edition, ada),
+        "esp_event": {"RecordType": "SpamComplaint"},
+    }
 
     report(**complaint)
     report(**complaint)
@@ -236,9 +253,11 @@ def test_a_provider_unsubscribe_unsubscribes_the_person_from_that_newsletter_onl
     SubscriberFactory(channel=other, email="ada@example.com")
     edition = sent_edition(newsletter, [ada])
     unsubscribe = {
-        "event_type": "unsubscribed", "event_id": "u-1", "recipient": ada.email,
+        "event_type": "unsubscribed",
+        "event_id": "u-1",
+        "recipient": ada.email,
         "message_id": message_id(edition, ada),
-    }  # fmt: skip
+    }
 
     report(**unsubscribe)
     report(**unsubscribe)
@@ -263,11 +282,18 @@ def test_an_erased_subscribers_bounce_still_suppresses_the_address_in_the_accoun
 # --- through the webhook --------------------------------------------------------------------------
 
 POSTMARK_BOUNCE = {
-    "RecordType": "Bounce", "ID": 692560173, "Type": "HardBounce", "TypeCode": 1, "Name": "Hard bounce",
+    "RecordType": "Bounce",
+    "ID": 692560173,
+    "Type": "HardBounce",
+    "TypeCode": 1,
+    "Name": "Hard bounce",
     "Description": "The server was unable to deliver your message (ex: unknown user, mailbox not found).",
     "Details": "smtp;550 5.1.1 The email account that you tried to reach does not exist.",
-    "BouncedAt": "2026-03-02T09:30:00Z", "Inactive": True, "CanActivate": True, "MessageStream": "outbound",
-}  # fmt: skip
+    "BouncedAt": "2026-03-02T09:30:00Z",
+    "Inactive": True,
+    "CanActivate": True,
+    "MessageStream": "outbound",
+}
 WEBHOOK = "/newsletter/anymail/postmark/tracking/"
 
 
@@ -322,19 +348,25 @@ def start(**env):
 
 def test_anymail_settings_come_from_the_environment_with_their_types():
     result = start(
-        ANYMAIL_POSTMARK_SERVER_TOKEN="$tok-1", ANYMAIL_WEBHOOK_SECRET="a:b, c:d:e",
-        ANYMAIL_IGNORE_RECIPIENT_STATUS="True", ANYMAIL_SEND_DEFAULTS='{"tags": ["newsletter"]}',
-        ANYMAIL_REQUESTS_TIMEOUT="12.5", ANYMAIL_RESEND_SIGNING_SECRET="",
-    )  # fmt: skip
+        ANYMAIL_POSTMARK_SERVER_TOKEN="$tok-1",
+        ANYMAIL_WEBHOOK_SECRET="a:b, c:d:e",
+        ANYMAIL_IGNORE_RECIPIENT_STATUS="True",
+        ANYMAIL_SEND_DEFAULTS='{"tags": ["newsletter"]}',
+        ANYMAIL_REQUESTS_TIMEOUT="12.5",
+        ANYMAIL_RESEND_SIGNING_SECRET="",
+    )
 
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [
         {
-            "POSTMARK_SERVER_TOKEN": "$tok-1", "WEBHOOK_SECRET": ["a:b", "c:d:e"], "IGNORE_RECIPIENT_STATUS": True,
-            "SEND_DEFAULTS": {"tags": ["newsletter"]}, "REQUESTS_TIMEOUT": 12.5,
+            "POSTMARK_SERVER_TOKEN": "$tok-1",
+            "WEBHOOK_SECRET": ["a:b", "c:d:e"],
+            "IGNORE_RECIPIENT_STATUS": True,
+            "SEND_DEFAULTS": {"tags": ["newsletter"]},
+            "REQUESTS_TIMEOUT": 12.5,
         },
         True,
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from apps.posts.models import Post
 from apps.posts.services import post_create, post_publish_now
-from apps.publishing import services
+from apps.publishing import services, workers
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.models import PublicationJob
 from apps.publishing.newsletter.models import Delivery, Edition
@@ -67,9 +67,13 @@ def test_a_worker_killed_in_the_middle_of_a_send_resumes_when_started_again_and_
     assert {email for email, state in records.items() if state == "sent"} <= set(received)
     edition = Edition.objects.get(post_id=post.pk)
     assert edition.recipients() == {
-        "total": AUDIENCE, "pending": 0, "sent": AUDIENCE - len(uncertain), "failed": 0, "suppressed": 0,
+        "total": AUDIENCE,
+        "pending": 0,
+        "sent": AUDIENCE - len(uncertain),
+        "failed": 0,
+        "suppressed": 0,
         "uncertain": len(uncertain),
-    }  # fmt: skip
+    }
     assert PublicationJob.objects.get(post_id=post.pk).state == "succeeded"
 
 
@@ -78,9 +82,12 @@ def test_a_hanging_mail_server_holds_neither_another_newsletters_edition_nor_a_g
     start_worker, smtp_server, tmp_path
 ):
     start_worker(
-        **smtp_server.worker_env(), NEWSLETTER_SEND_RATE=0, EMAIL_TIMEOUT=30, GIT_ALLOW_LOCAL_REPOSITORIES="true",
+        **smtp_server.worker_env(),
+        NEWSLETTER_SEND_RATE=0,
+        EMAIL_TIMEOUT=30,
+        GIT_ALLOW_LOCAL_REPOSITORIES="true",
         GIT_CACHE_DIR=tmp_path / "worker-git-cache",
-    )  # fmt: skip
+    )
     stuck = NewsletterChannelFactory(title="Stuck")
     subscribe(stuck, 2, prefix="stuck")
     smtp_server.hang_for("stuck0@example.com")
@@ -111,8 +118,8 @@ def test_a_hanging_mail_server_holds_neither_another_newsletters_edition_nor_a_g
 
 @pytest.mark.django_db
 def test_a_worker_started_again_releases_the_jobs_of_its_dead_former_self_and_no_one_elses(monkeypatch):
-    monkeypatch.setattr(services, "_worker", {"identity": ""})
-    me = services.worker_started(node_name="celery@box")
+    monkeypatch.setattr(workers, "_worker", {"identity": ""})
+    me = workers.worker_started(node_name="celery@box")
     dead_pid = _finished_pid()
     alive_pid = os.getppid()
 
@@ -128,7 +135,7 @@ def test_a_worker_started_again_releases_the_jobs_of_its_dead_former_self_and_no
     mine = job(me)
     done = job(f"celery@box {dead_pid} 1a2b3c", state="succeeded")
 
-    assert services.jobs_release_former(identity=me) == 2
+    assert workers.jobs_release_former(identity=me) == 2
 
     states = {job.pk: (job.state, job.locked_until) for job in PublicationJob.objects.all()}
     assert states[crashed.pk] == states[same_process_id.pk] == ("queued", None)

@@ -36,9 +36,11 @@ class Command(JsonCommand):
         parser.add_argument("channel_id", type=int)
         parser.add_argument("--token-env", metavar="VAR", required=True, help="the environment variable holding it")
         parser.add_argument(
-            "--organization", metavar="URN", default=None,
+            "--organization",
+            metavar="URN",
+            default=None,
             help="post as this page (urn:li:organization:…) the member administers; '' posts as the member",
-        )  # fmt: skip
+        )
 
     def as_json(self, connection: LinkedInConnection) -> dict:
         return connection_data(connection)
@@ -61,8 +63,10 @@ class Command(JsonCommand):
         try:
             # A portal token comes without its lifetime: its end is not known here (a 401 then says so).
             return connection_save(
-                channel=channel, token={"access_token": token},
-                connected_by="manage.py connect_linkedin", organization=organization,
-            )  # fmt: skip
+                channel=channel,
+                token={"access_token": token},
+                connected_by="manage.py connect_linkedin",
+                organization=organization,
+            )
         except DomainError as exc:
             raise Failure(exc.code, exc.message, exc.details) from None
