@@ -7,7 +7,7 @@ class PostsConfig(AppConfig):
 
     def ready(self) -> None:
         # The publishing pipeline publishes posts through this (it does not import the posts app).
+        from apps.core.destinations import register_subject
         from apps.posts.publication import PostSubject
-        from apps.publishing.destinations import register_subject
 
         register_subject(PostSubject())

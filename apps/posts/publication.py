@@ -4,10 +4,10 @@ what a job's outcome does to its post. Registered with the pipeline by PostsConf
 from datetime import datetime
 
 from apps.channels.models import Platform
+from apps.core.destinations import Document
 from apps.posts import services
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.serializers import document
-from apps.publishing.destinations import Document
 
 
 def blog_link(post: Post) -> str | None:

@@ -17,11 +17,11 @@ from rest_framework.serializers import BaseSerializer
 
 from apps.channels.models import Channel
 from apps.channels.serializers import ChannelRefSerializer, ChannelSerializer
+from apps.core.destinations import Document
 from apps.core.markdown import markdown_text, summary
 from apps.core.serializers import ResponseSerializer, UtcDateTimeField, fields_of
 from apps.posts import selectors
 from apps.posts.models import MediaKind, Post, PublicationStatus
-from apps.publishing.destinations import Document
 from apps.publishing.models import JobAction, JobState
 from apps.publishing.selectors import publication_row
 

@@ -7,8 +7,8 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from apps.core.admin import ObjectButton, ObjectButtonsAdmin, run_on_selected
+from apps.core.destinations import PublishError
 from apps.core.errors import DomainError
-from apps.publishing.destinations import PublishError
 from apps.publishing.models import PublicationJob
 from apps.publishing.selectors import reference_kind, reference_link
 from apps.publishing.services import job_retry_now

@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from django.db.models import Max
 from django.utils.html import format_html
 
-from apps.publishing.destinations import kind_for
+from apps.core.destinations import kind_for
 from apps.publishing.models import PublicationJob
 from apps.publishing.newsletter.models import Edition
 

@@ -20,9 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.channels.models import Channel
-from apps.core.mail import tell_account_admins
-from apps.core.outbox import lease_end, leased, retry_delay, unleased
-from apps.publishing.destinations import (
+from apps.core.destinations import (
     Destination,
     InProgress,
     JobContext,
@@ -31,6 +29,8 @@ from apps.publishing.destinations import (
     destination_for,
     subject,
 )
+from apps.core.mail import tell_account_admins
+from apps.core.outbox import lease_end, leased, retry_delay, unleased
 from apps.publishing.models import UNFINISHED, JobAction, JobState, PublicationJob
 from apps.publishing.workers import worker_identity
 

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
+from apps.core.destinations import PublishError
 from apps.core.errors import InvalidInput
 from apps.posts.services import post_create, post_publish_now
-from apps.publishing.destinations import PublishError
 from apps.publishing.git import paths, repository
 from apps.publishing.git.models import GitDestination
 from apps.publishing.git.remote import Credentials, parse_remote

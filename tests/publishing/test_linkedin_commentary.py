@@ -6,7 +6,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from apps.publishing.destinations import Document, PublishError
+from apps.core.destinations import Document, PublishError
 from apps.publishing.linkedin.commentary import LIMIT, commentary
 from tests.publishing.linkedin_fake import RESERVED, little_text
 

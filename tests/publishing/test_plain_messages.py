@@ -8,8 +8,8 @@ import pytest
 from dulwich.client import HTTPUnauthorized
 
 from apps.channels.models import Platform
+from apps.core.destinations import PublishError, kind_for
 from apps.core.errors import InvalidInput
-from apps.publishing.destinations import PublishError, kind_for
 from apps.publishing.git.admin import GitDestinationForm
 from apps.publishing.git.failures import describe_failure
 from apps.publishing.git.remote import Credentials, parse_remote

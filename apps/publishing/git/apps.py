@@ -7,7 +7,7 @@ class GitPublishingConfig(AppConfig):
     verbose_name = "Publishing: git"
 
     def ready(self) -> None:
-        from apps.publishing.destinations import register
+        from apps.core.destinations import register
         from apps.publishing.git.destination import KIND
 
         register(KIND)

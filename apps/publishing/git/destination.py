@@ -14,7 +14,7 @@ import yaml
 from django.conf import settings
 
 from apps.core import crypto
-from apps.publishing.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
+from apps.core.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
 from apps.publishing.git import paths, repository
 from apps.publishing.git.failures import describe_failure, did_not_answer
 from apps.publishing.git.models import GitDestination

@@ -9,7 +9,7 @@ from dulwich.client import HTTPUnauthorized
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 
 from apps.core import addresses
-from apps.publishing.destinations import PublishError
+from apps.core.destinations import PublishError
 from apps.publishing.git.remote import Remote, keyscan_command
 
 _SSH_LOAD_KEY = re.compile(r'Load key "[^"]*": ([^\r\n]+)')

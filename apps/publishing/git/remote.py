@@ -8,7 +8,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
 
-from apps.publishing.destinations import PublishError
+from apps.core.destinations import PublishError
 
 _SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/\s]+)@)?(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]):(?P<path>[^/].*|/.*)$")
 

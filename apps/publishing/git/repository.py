@@ -27,7 +27,7 @@ from dulwich.repo import Repo
 from urllib3.util import Retry
 
 from apps.core import addresses
-from apps.publishing.destinations import PublishError
+from apps.core.destinations import PublishError
 from apps.publishing.git.paths import path_problem
 from apps.publishing.git.remote import Credentials, Remote
 from apps.publishing.git.ssh import ssh_client

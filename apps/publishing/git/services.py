@@ -10,10 +10,10 @@ from django.db import transaction
 
 from apps.channels.models import Channel, Platform
 from apps.core import crypto
+from apps.core.destinations import PublishError
 from apps.core.errors import DomainError
 from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
-from apps.publishing.destinations import PublishError
 from apps.publishing.git import repository
 from apps.publishing.git.destination import GitPublisher, check_path_template
 from apps.publishing.git.models import DEFAULT_PATH_TEMPLATE, DEFAULT_TOKEN_USERNAME, GitDestination

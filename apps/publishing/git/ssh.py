@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dulwich.client import GitClient, SSHGitClient, SubprocessSSHVendor, SubprocessWrapper
 
-from apps.publishing.destinations import PublishError
+from apps.core.destinations import PublishError
 from apps.publishing.git.failures import did_not_answer
 from apps.publishing.git.remote import Credentials, Remote, keyscan_command
 

@@ -33,9 +33,9 @@ from apps.core.admin import (
     register_post_preview,
     scoped,
 )
+from apps.core.destinations import Document, PublishError
 from apps.core.errors import DomainError, InvalidInput
 from apps.core.step_up import StepUp
-from apps.publishing.destinations import Document, PublishError
 from apps.publishing.linkedin import client, services
 from apps.publishing.linkedin.commentary import LIMIT, commentary, shown
 from apps.publishing.linkedin.models import LinkedInConnection

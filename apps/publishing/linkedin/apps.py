@@ -7,7 +7,7 @@ class LinkedInPublishingConfig(AppConfig):
     verbose_name = "Publishing: LinkedIn"
 
     def ready(self) -> None:
-        from apps.publishing.destinations import register
+        from apps.core.destinations import register
         from apps.publishing.linkedin.destination import KIND
 
         register(KIND)

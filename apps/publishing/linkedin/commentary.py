@@ -10,8 +10,8 @@ hashtags are the format's own `#word` elements.
 
 import re
 
+from apps.core.destinations import Document, PublishError
 from apps.core.markdown import summary
-from apps.publishing.destinations import Document, PublishError
 
 # LinkedIn's limit on a post's text, in characters (as sent: escapes count).
 LIMIT = 3000

@@ -14,8 +14,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.core import crypto
+from apps.core.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
 from apps.core.errors import DomainError
-from apps.publishing.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
 from apps.publishing.linkedin import client, services
 from apps.publishing.linkedin.commentary import commentary
 from apps.publishing.linkedin.models import LinkedInConnection, SentPost

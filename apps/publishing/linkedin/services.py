@@ -15,12 +15,12 @@ from django.utils import timezone
 
 from apps.channels.models import Channel, Platform
 from apps.core import crypto
+from apps.core.destinations import PublishError
 from apps.core.errors import DomainError
 from apps.core.keep import KEEP, Keep
 from apps.core.mail import tell_account_admins
 from apps.core.validation import field_error
 from apps.publishing import services as pipeline
-from apps.publishing.destinations import PublishError
 from apps.publishing.linkedin import client
 from apps.publishing.linkedin.models import ORGANIZATION_URN_PREFIX, PERSON_URN_PREFIX, LinkedInConnection
 from apps.publishing.models import JobState, PublicationJob

@@ -28,8 +28,8 @@ from apps.core.admin import (
     register_channel_setup,
     register_post_preview,
 )
+from apps.core.destinations import Document
 from apps.core.step_up import StepUp
-from apps.publishing.destinations import Document
 from apps.publishing.newsletter import message, services
 from apps.publishing.newsletter.admin_forms import NewsletterChannelFilter, NewsletterForm, SubscriberAddForm
 from apps.publishing.newsletter.admin_views import EditionPages, LiftPage, SubscriberFiles, admin_url, preview_frame

@@ -21,8 +21,8 @@ from django.utils.html import format_html
 from apps.channels.models import Channel, Platform
 from apps.core import step_up
 from apps.core.admin import add_input_error, page_url, scoped
+from apps.core.destinations import Document, subject
 from apps.core.errors import DomainError, InvalidInput
-from apps.publishing.destinations import Document, subject
 from apps.publishing.newsletter import editions, message, services
 from apps.publishing.newsletter.admin_forms import ImportForm, LiftForm
 from apps.publishing.newsletter.csv_import import OPEN_OPTIONS, import_csv

@@ -7,7 +7,7 @@ class NewsletterPublishingConfig(AppConfig):
     verbose_name = "Publishing: newsletter"
 
     def ready(self) -> None:
-        from apps.publishing.destinations import register
+        from apps.core.destinations import register
         from apps.publishing.newsletter import tracking
         from apps.publishing.newsletter.destination import KIND
 

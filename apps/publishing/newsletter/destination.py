@@ -2,7 +2,7 @@
 subscribers (sending.py)."""
 
 from apps.channels.models import Platform
-from apps.publishing.destinations import DestinationKind
+from apps.core.destinations import DestinationKind
 
 
 def _load(channel_id: int):

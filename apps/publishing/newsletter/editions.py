@@ -10,8 +10,8 @@ from django.db.models import Count, F, Min
 from django.utils import timezone
 
 from apps.channels.models import Channel
+from apps.core.destinations import Document
 from apps.core.errors import InvalidInput
-from apps.publishing.destinations import Document
 from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.newsletter import message
 from apps.publishing.newsletter.mail_errors import UNCERTAIN_ERROR

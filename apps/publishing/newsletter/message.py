@@ -64,7 +64,7 @@ def one_line(text: str) -> str:
 
 
 def render(*, channel, document) -> Rendered:
-    """The edition's parts from the post (`document`: apps.publishing.destinations.Document), with
+    """The edition's parts from the post (`document`: apps.core.destinations.Document), with
     UNSUBSCRIBE_MARK where each recipient's unsubscribe address goes."""
     title = one_line(document.title)
     accent = channel.accent_color if COLOR.fullmatch(channel.accent_color or "") else DEFAULT_ACCENT_COLOR

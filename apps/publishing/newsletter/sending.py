@@ -35,8 +35,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.channels.models import Channel
+from apps.core.destinations import Document, InProgress, JobContext, Outcome, PublishError
 from apps.core.outbox import retry_delay
-from apps.publishing.destinations import Document, InProgress, JobContext, Outcome, PublishError
 from apps.publishing.models import JobAction
 from apps.publishing.newsletter import message
 from apps.publishing.newsletter.editions import (
@@ -310,7 +310,7 @@ class Sender:
 
 
 class NewsletterPublisher:
-    """The Destination of newsletter channels (apps/publishing/destinations.py)."""
+    """The Destination of newsletter channels (apps/core/destinations.py)."""
 
     def __init__(self, channel_id: int) -> None:
         self.channel_id = channel_id

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 from django.core.mail.message import sanitize_address
 
+from apps.core.destinations import Document
 from apps.core.markdown import render_markdown
-from apps.publishing.destinations import Document
 from apps.publishing.newsletter import message
 from apps.publishing.newsletter.models import Delivery, Edition, Subscriber
 from apps.publishing.newsletter.services import newsletter_of

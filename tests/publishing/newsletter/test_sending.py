@@ -12,9 +12,9 @@ from anymail.message import AnymailRecipientStatus
 from django.core import mail
 from django.db.models import F
 
+from apps.core.destinations import JobContext, PublishError
 from apps.posts.models import Post
 from apps.posts.services import post_create, post_publish_now, post_set_status, post_update_content
-from apps.publishing.destinations import JobContext, PublishError
 from apps.publishing.models import PublicationJob
 from apps.publishing.newsletter import editions
 from apps.publishing.newsletter.editions import edition_send_uncertain
@@ -246,7 +246,7 @@ def test_people_who_leave_after_the_send_started_are_skipped_as_suppressed(smtp_
 
 
 def post_subject_document(post):
-    from apps.publishing.destinations import subject
+    from apps.core.destinations import subject
 
     return subject().document(post_id=post.pk, action="publish", published_at=None)
 

@@ -12,7 +12,7 @@ from django.core import mail
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from apps.publishing.destinations import subject
+from apps.core.destinations import subject
 from apps.publishing.models import PublicationJob
 from apps.publishing.newsletter import editions
 from apps.publishing.newsletter.models import (

@@ -1,18 +1,20 @@
 """The one small interface every publishing destination implements, and the registries that tie
 the pipeline to its destinations and to what it publishes.
 
-A destination (git, LinkedIn...) is one module that registers a `DestinationKind` for its
-platform from its AppConfig.ready(): how to load a channel's set-up, the sentence that says what
-to set up when a channel has none, and its own words for the pages (what publishing a post there
-does, what its reference for a job names, why a channel cannot publish yet). Adding one changes
-nothing here, in the pipeline nor in the pages that publish posts: they ask the destination.
+A destination is one package under apps/publishing/ that registers a `DestinationKind` for its
+platform from its AppConfig.ready(): its platform's name, how to load a channel's set-up, the
+sentence that says what to set up when a channel has none, its own words for the pages (what
+publishing a post there does, what its reference for a job names, why a channel cannot publish
+yet), its Settings-area module, its public pages and what each permission allows on its models.
+Adding one is adding its package and its line in INSTALLED_APPS (docs/publishing.md, "Adding a
+destination"): the channels, the pipeline, the pages and the API ask the registry.
 
 The pipeline publishes posts without importing the posts app (which sits above it and writes
 its jobs): the posts app registers the `Subject` that turns a job into the document to publish and
 hears the outcome, in the transaction that records it.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -98,20 +100,70 @@ def _ready(channel_id: int) -> str:
     return ""
 
 
+def _no_url(job) -> str:
+    return ""
+
+
+def _whole(reference: str) -> str:
+    return reference
+
+
+# What a permission allows on a kind's models in the Settings area: {"app_label.model": actions}.
+Allows = Mapping[str, frozenset[str]]
+
+
 @dataclass(frozen=True)
 class DestinationKind:
+    """Everything a destination package tells the rest of the service about its kind, registered
+    once from its AppConfig.ready(). Nothing outside the package names the kind: the channels'
+    platform choices, the pipeline, the pages, the access table and the API read it here."""
+
     platform: str
     # The channel's destination, or None when the channel has none set up.
     load: Callable[[int], Destination | None]
     # Said when a channel of this platform has no destination set up: what to set up, and where.
     missing: str
+    # The platform's name as people read it (the channel form's choice, the API's documentation).
+    label: str = ""
     # What publishing a post does there, as a sentence for the post's page ("Publish now").
     publishes: str = "The post is handed to its destination and is published once the destination confirms."
-    # What the destination's reference for a job names ("commit", "LinkedIn post", "edition").
+    # What the destination's reference for a job names ("commit", "post", "edition").
     reference: str = "reference"
     # Why the channel cannot publish now, as a sentence that says what to set up ("" when it can).
     # Read by the pages, so it looks at the stored set-up only: it reaches no remote service.
     unready: Callable[[int], str] = _ready
+    # The reference as a page shows it (a commit id shortened), and the web address it links to,
+    # from a job whose channel and `job_related` relations are loaded ("" where there is none).
+    short_reference: Callable[[str], str] = _whole
+    reference_url: Callable[..., str] = _no_url
+    # The channel's relations a job's row reads for `reference_url`, as select_related paths from the job.
+    job_related: tuple[str, ...] = ()
+    # The counts of the people a post is mailed to, by post id (one query for all of them), for the
+    # kinds that mail posts; each value is a Recipients. None: the kind mails nobody.
+    recipients: Callable[[list[int]], dict[int, "Recipients"]] | None = None
+    # A channel of the kind has a public site (its archive on the account's blog host): the dotted
+    # path of the module of the pages it adds to the public site, "" when it has none.
+    site: str = ""
+    # The dotted paths of the kind's URL modules: its API endpoints (under /v1/), and its other
+    # addresses at the root (the pages its e-mails link to, its providers' webhooks); "" for none.
+    api_urls: str = ""
+    urls: str = ""
+    # The dotted path of the kind's Settings-area module: `setup_link(channel_id)` (what the channel's
+    # page says of its set-up) and, if the kind shows one, `post_preview(document)` (the post as it
+    # will be posted, HTML). A path, not the functions: this registry imports no page.
+    admin: str = ""
+    # What each user permission allows on the kind's models (apps/settings_area/access.py merges it).
+    access: Mapping[str, Allows] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Recipients:
+    total: int
+    pending: int
+    sent: int
+    failed: int
+    suppressed: int
+    uncertain: int
 
 
 _kinds: dict[str, DestinationKind] = {}
@@ -124,6 +176,11 @@ def register(kind: DestinationKind) -> None:
 def kind_for(platform: str) -> DestinationKind | None:
     """The destination registered for the platform (None: it publishes through none)."""
     return _kinds.get(platform)
+
+
+def kinds() -> list[DestinationKind]:
+    """Every registered kind, in the order of INSTALLED_APPS."""
+    return list(_kinds.values())
 
 
 def destination_for(*, channel_id: int, platform: str, platform_name: str) -> Destination:
