@@ -14,6 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from apps.core import destinations
 from apps.core.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
 from apps.posts.content_plan import content_plan_run
 from apps.posts.models import Post
@@ -24,7 +25,7 @@ from apps.posts.services import (
     post_set_status,
     post_update_content,
 )
-from apps.publishing import destinations, services
+from apps.publishing import services
 from apps.publishing.git.destination import KIND as GIT_KIND
 from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.services import channel_run, job_retry_now, jobs_sweep
