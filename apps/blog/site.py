@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from apps.blog.forms import SubscribeForm
-from apps.channels.models import SITE_PLATFORMS, Channel, Platform
+from apps.channels.models import Channel, site_platforms
 from apps.core.coherence import Columns, Entries
 from apps.core.prepared import PreparedLookup
 from apps.posts import selectors
@@ -39,7 +39,7 @@ EXCERPT_LENGTH = 280
 
 
 def _blogs():
-    return Channel.objects.filter(platform__in=SITE_PLATFORMS).only(*SITE_FIELDS).order_by()
+    return Channel.objects.filter(platform__in=site_platforms()).only(*SITE_FIELDS).order_by()
 
 
 _by_handle = PreparedLookup(Channel, "handle", ("a", "b"), lambda handle: _blogs().filter(handle=handle)[:1])
@@ -154,8 +154,8 @@ def listing(
         post.url = channel.post_url(post.slug)
         post.excerpt = excerpt(post, limit=EXCERPT_LENGTH)
         post.tag_links = [(name, channel.public_url("blog:tag", tag=name)) for name in post.tag_names]
-    newsletter_index = channel.platform == Platform.NEWSLETTER and tag is None
-    latest = "editions" if channel.platform == Platform.NEWSLETTER else "posts"
+    newsletter_index = channel.platform == "newsletter" and tag is None
+    latest = "editions" if channel.platform == "newsletter" else "posts"
     base = channel.public_url("blog:tag", tag=tag) if tag is not None else channel.public_url()
     context = {
         "posts": page.posts,

@@ -40,7 +40,7 @@ from apps.blog.site import (
     page_in_look,
     private,
 )
-from apps.channels.models import SITE_PLATFORMS, Channel, Platform, normalize_domain
+from apps.channels.models import Channel, Platform, normalize_domain, site_platforms
 from apps.core.errors import InvalidInput
 from apps.core.markdown import render_markdown
 from apps.posts import selectors
@@ -202,7 +202,7 @@ def robots(request) -> HttpResponse:
             "Allow: /blog/",
             "",
         ]
-        blogs = Channel.objects.filter(platform__in=SITE_PLATFORMS, domain=None).exclude(handle=None)
+        blogs = Channel.objects.filter(platform__in=site_platforms(), domain=None).exclude(handle=None)
         for handle in blogs.order_by("id").values_list("handle", flat=True).iterator(chunk_size=1000):
             lines.append(f"Sitemap: {Channel(platform=Platform.BLOG, handle=handle).public_url('blog:sitemap')}")
     response = HttpResponse("\n".join(lines) + "\n", content_type="text/plain; charset=utf-8")
@@ -271,7 +271,7 @@ def subscribe(request, channel: Channel) -> HttpResponse:
     """The subscribe form's post. Whatever the address's state (new, waiting for its confirmation,
     subscribed, unsubscribed, bounced, complained), and for a bot that filled in the honeypot, the
     answer is the same page: it tells nobody who subscribes. What is mailed is the service's choice."""
-    if channel.platform != Platform.NEWSLETTER:
+    if channel.platform != "newsletter":
         return HttpResponseNotAllowed(["GET", "HEAD"])
     if _cross_site(request):
         message = f"Subscribe on the page of {channel.title} itself: this form cannot be sent from another site."

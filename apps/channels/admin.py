@@ -4,9 +4,10 @@ from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.channels.models import SITE_PLATFORMS, Channel, Platform, Team, normalize_domain
+from apps.channels.models import Channel, Team, normalize_domain, platform_choices, site_platforms
 from apps.core.admin import SettingsModelAdmin, also_read_only, channel_setup
 from apps.core.counts import count_of
+from apps.core.destinations import kind_for
 
 
 @admin.register(Team)
@@ -88,7 +89,7 @@ class ChannelForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         platform = cleaned.get("platform") or self.instance.platform
-        if platform not in SITE_PLATFORMS:
+        if platform not in site_platforms():
             # Other platforms have no public site: what was typed for one is not kept (nor checked
             # against other blogs' handles and domains).
             for name in BLOG_FIELDS:
@@ -96,6 +97,13 @@ class ChannelForm(forms.ModelForm):
                     cleaned[name] = getattr(self.instance, name)
                     self.errors.pop(name, None)
         return cleaned
+
+
+def site_platform_names() -> str:
+    """The platforms with a public site, as a sentence names them ("blog and newsletter")."""
+    labels = dict(platform_choices())
+    names = [labels[platform].lower() for platform in sorted(site_platforms(), key=list(labels).index)]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 @admin.register(Channel)
@@ -118,13 +126,14 @@ class ChannelAdmin(SettingsModelAdmin):
             blog = {
                 "fields": BLOG_FIELDS,
                 "classes": ("collapse",),
-                "description": "For blog and newsletter channels (their public site); other platforms ignore these.",
+                "description": f"For {site_platform_names()} channels (their public site); the others ignore these.",
             }
             return (main, ("Blog", blog), dates)
-        if obj.platform not in SITE_PLATFORMS:
+        if obj.platform not in site_platforms():
             return (main, dates)
-        if obj.platform == Platform.NEWSLETTER:
-            site = "Public page", "Its subscribe form and the archive of its editions."
+        kind = kind_for(obj.platform)
+        if kind is not None:
+            site = "Public page", kind.site_summary or "Its public page."
         else:
             site = "Blog", "The blog's public site."
         return (main, (site[0], {"fields": ("public_address", *BLOG_FIELDS), "description": site[1]}), dates)

@@ -10,22 +10,34 @@ from django.db import models
 from django.urls import reverse
 from django.utils.text import slugify
 
+from apps.core.destinations import kind_for, kinds
+
 
 class Platform(models.TextChoices):
+    """The platforms the service publishes itself; each destination package adds its own
+    (apps.core.destinations), so `platform_choices()`, not this, lists them all."""
+
     BLOG = "blog", "Blog"
-    GIT = "git", "Git"
-    LINKEDIN = "linkedin", "LinkedIn"
-    # Beyond the specification's list of values: its editions are mailed to the channel's
-    # subscribers (apps/publishing/newsletter), and its public page is its archive.
-    NEWSLETTER = "newsletter", "Newsletter"
     API = "api", "API (external publishing)"
 
 
-# Platforms whose posts go out through a destination set up for the channel (apps/publishing): a
-# post is `published` once the destination confirms. Blog channels are their own destination.
-DESTINATION_PLATFORMS = frozenset({Platform.GIT, Platform.LINKEDIN, Platform.NEWSLETTER})
-# Platforms with a public site (apps/blog): a blog's pages, a newsletter's archive and subscribe form.
-SITE_PLATFORMS = frozenset({Platform.BLOG, Platform.NEWSLETTER})
+def platform_choices() -> list[tuple[str, str]]:
+    """Every platform a channel may have: the blog, each installed destination's (in the order of
+    INSTALLED_APPS), and `api`. A callable, so a new destination needs no migration of the field."""
+    destinations = [(kind.platform, kind.label or kind.platform) for kind in kinds()]
+    return [(Platform.BLOG.value, Platform.BLOG.label), *destinations, (Platform.API.value, Platform.API.label)]
+
+
+def destination_platforms() -> frozenset[str]:
+    """Platforms whose posts go out through a destination set up for the channel (apps/publishing):
+    a post is `published` once the destination confirms. Blog channels are their own destination."""
+    return frozenset(kind.platform for kind in kinds())
+
+
+def site_platforms() -> frozenset[str]:
+    """Platforms with a public site (apps/blog): blogs, and the destinations that declare public pages."""
+    return frozenset({Platform.BLOG.value, *(kind.platform for kind in kinds() if kind.site)})
+
 
 DEFAULT_IMAGE_WIDTH = 1200
 DEFAULT_ACCENT_COLOR = "#2563eb"
@@ -111,7 +123,7 @@ class Channel(models.Model):
     account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="channels")
     team = models.ForeignKey(Team, on_delete=models.SET_NULL, null=True, blank=True, related_name="channels")
     title = models.CharField(max_length=200)
-    platform = models.CharField(max_length=16, choices=Platform.choices)
+    platform = models.CharField(max_length=16, choices=platform_choices)
     image_width = models.PositiveIntegerField(
         default=DEFAULT_IMAGE_WIDTH, help_text="Default image width in pixels for this channel."
     )
@@ -203,7 +215,7 @@ class Channel(models.Model):
         return f"{self.title} ({self.platform})"
 
     def save(self, *args, **kwargs) -> None:
-        if self.platform in SITE_PLATFORMS and not self.handle:
+        if self.platform in site_platforms() and not self.handle:
             self.handle = self.free_handle()
             if kwargs.get("update_fields") is not None:
                 kwargs["update_fields"] = {*kwargs["update_fields"], "handle"}
@@ -231,7 +243,7 @@ class Channel(models.Model):
 
     @property
     def has_public_site(self) -> bool:
-        return self.platform in SITE_PLATFORMS and bool(self.handle or self.domain)
+        return self.platform in site_platforms() and bool(self.handle or self.domain)
 
     def public_url(self, name: str = "blog:index", **kwargs) -> str | None:
         """The absolute address of one of the blog's pages (by its URL name in apps/blog), on its
@@ -259,7 +271,7 @@ class Channel(models.Model):
 
     @property
     def publishes_through_destination(self) -> bool:
-        return self.platform in DESTINATION_PLATFORMS
+        return kind_for(self.platform) is not None
 
     def clean(self) -> None:
         if self.team_id and self.account_id and self.team.account_id != self.account_id:

@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from apps.channels.models import Platform
+from apps.channels.models import platform_choices
 from apps.core.serializers import ResponseSerializer, UtcDateTimeField
 
 # Response-only serializers with explicit fields: they render prefetched rows and describe the
@@ -14,12 +14,31 @@ class TeamSerializer(ResponseSerializer):
     name = serializers.CharField()
 
 
+class PlatformField(serializers.ChoiceField):
+    """A channel's platform. Its choices are read from the registry when asked (the schema's enum):
+    the destination packages register their kinds after this module is loaded."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(choices=(), **kwargs)
+
+    @property
+    def choices(self) -> dict:
+        return dict(platform_choices())
+
+    @choices.setter
+    def choices(self, value) -> None:
+        pass  # ChoiceField.__init__ sets them; they are the registry's
+
+    def to_representation(self, value) -> str:
+        return str(value)
+
+
 class ChannelRefSerializer(ResponseSerializer):
     """The channel embedded in publish and unpublish responses."""
 
     id = serializers.IntegerField()
     title = serializers.CharField()
-    platform = serializers.ChoiceField(choices=Platform.choices)
+    platform = PlatformField()
 
 
 class ChannelSerializer(ChannelRefSerializer):

@@ -5,6 +5,7 @@ admin changes nothing itself; it calls the same services as the API."""
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from importlib import import_module
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
@@ -22,6 +23,7 @@ from apps.core.admin_scoping import (  # noqa: F401 - the scoping's names, impor
     own_account_id,
     scoped,
 )
+from apps.core.destinations import kind_for
 from apps.core.errors import DomainError, InvalidInput
 
 
@@ -201,7 +203,8 @@ class ObjectButtonsAdmin(SettingsModelAdmin):
         return super().render_change_form(request, context, add, change, form_url, obj)
 
 
-# --- What a channel's page says of where its posts go (each publishing destination's admin registers it) ---
+# --- What a channel's page says of where its posts go, and a post's preview: each destination's
+# Settings-area module (its DestinationKind.admin) defines `setup_link` and may define `post_preview`.
 
 
 @dataclass(frozen=True)
@@ -215,30 +218,26 @@ class SetupLink:
     args: tuple = ()
     query: str = ""
     warning: str = ""
-    # Drawn as a button (an action to take, such as "Connect LinkedIn"), not as a plain link.
+    # Drawn as a button (an action to take, such as "Connect" an account), not as a plain link.
     button: bool = False
 
 
-_channel_setups: dict[str, Callable[[int], SetupLink]] = {}
-
-
-def register_channel_setup(platform: str, describe: Callable[[int], SetupLink]) -> None:
-    _channel_setups[platform] = describe
+def _kind_admin(platform: str, name: str) -> Callable | None:
+    """A function of the platform's destination's Settings-area module, or None (no destination, or
+    it defines none). Found by name in the module the kind declares, so that module needs no
+    registration of its own beside the kind's."""
+    kind = kind_for(platform)
+    if kind is None or not kind.admin:
+        return None
+    return getattr(import_module(kind.admin), name, None)
 
 
 def channel_setup(*, channel_id: int, platform: str) -> SetupLink | None:
-    describe = _channel_setups.get(platform)
+    describe = _kind_admin(platform, "setup_link")
     return describe(channel_id) if describe is not None else None
 
 
-# A post's page shows it as its channel's destination will post it (the LinkedIn text): the
-# destination's admin registers a function of the post's publishing document, giving HTML.
-_post_previews: dict[str, Callable] = {}
-
-
-def register_post_preview(platform: str, preview: Callable) -> None:
-    _post_previews[platform] = preview
-
-
 def post_preview(platform: str) -> Callable | None:
-    return _post_previews.get(platform)
+    """The post as its channel's destination will post it (HTML, from the post's publishing
+    document), where the destination shows one."""
+    return _kind_admin(platform, "post_preview")

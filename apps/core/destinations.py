@@ -110,6 +110,7 @@ def _whole(reference: str) -> str:
 
 # What a permission allows on a kind's models in the Settings area: {"app_label.model": actions}.
 Allows = Mapping[str, frozenset[str]]
+EVERY_ACTION = frozenset({"view", "add", "change", "delete"})
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,8 @@ class DestinationKind:
     # A channel of the kind has a public site (its archive on the account's blog host): the dotted
     # path of the module of the pages it adds to the public site, "" when it has none.
     site: str = ""
+    # What that public page holds, as a sentence for the channel's page in the Settings area.
+    site_summary: str = ""
     # The dotted paths of the kind's URL modules: its API endpoints (under /v1/), and its other
     # addresses at the root (the pages its e-mails link to, its providers' webhooks); "" for none.
     api_urls: str = ""

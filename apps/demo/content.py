@@ -33,9 +33,9 @@ TAGS = ("news", "howto", "release", "python", "django")
 # label in seed_demo's output: (title, platform, team or None)
 CHANNELS = {
     "blog": ("Company Blog", Platform.BLOG, "Editorial"),
-    "git": ("Docs Site", Platform.GIT, "Engineering"),
-    "linkedin": ("LinkedIn Page", Platform.LINKEDIN, None),
-    "newsletter": ("Company Newsletter", Platform.NEWSLETTER, "Editorial"),
+    "git": ("Docs Site", "git", "Engineering"),
+    "linkedin": ("LinkedIn Page", "linkedin", None),
+    "newsletter": ("Company Newsletter", "newsletter", "Editorial"),
     "api": ("Partner Feed", Platform.API, "Editorial"),
 }
 ARCHIVE_SIZE = 120  # posts of the blog, to page through

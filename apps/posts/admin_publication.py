@@ -11,7 +11,7 @@ from apps.core.admin import ObjectButton
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.publish_now import post_publish_now_offer, publish_now
 from apps.publishing.models import PublicationJob
-from apps.publishing.selectors import reference_kind, reference_link
+from apps.publishing.selectors import job_related, reference_kind, reference_link
 
 RECENT_JOBS = 5
 
@@ -68,9 +68,7 @@ class PublicationAdmin:
         """The post's latest jobs on its destination: state, attempts, error, reference."""
         if obj is None or obj.pk is None:
             return "—"
-        jobs = list(
-            PublicationJob.objects.filter(post_id=obj.pk).select_related("channel__git_destination")[:RECENT_JOBS]
-        )
+        jobs = list(PublicationJob.objects.filter(post_id=obj.pk).select_related(*job_related())[:RECENT_JOBS])
         if not jobs:
             return "None yet."
         rows = (

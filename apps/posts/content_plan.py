@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.channels.models import DESTINATION_PLATFORMS, Platform
+from apps.channels.models import Platform, destination_platforms
 from apps.posts.events import PostEvent
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.serializers import posts_webhook_data
@@ -105,10 +105,9 @@ def _move_batch(
     the batch ended)."""
     due, scanned, position = _due_batch(now=now, batch_size=batch_size, after=after)
     external = [post_id for post_id, platform, *_ in due if platform == Platform.API]
-    destined = [row for row in due if row[1] in DESTINATION_PLATFORMS]
-    direct = [
-        post_id for post_id, platform, *_ in due if platform != Platform.API and platform not in DESTINATION_PLATFORMS
-    ]
+    destinations = destination_platforms()
+    destined = [row for row in due if row[1] in destinations]
+    direct = [post_id for post_id, platform, *_ in due if platform != Platform.API and platform not in destinations]
     if external:
         posts_hand_over(post_ids=external, now=now)
         _emit(PostEvent.PUBLISHING_PENDING, external, channels)

@@ -10,7 +10,7 @@ from apps.core.admin import ObjectButton, ObjectButtonsAdmin, run_on_selected
 from apps.core.destinations import PublishError
 from apps.core.errors import DomainError
 from apps.publishing.models import PublicationJob
-from apps.publishing.selectors import reference_kind, reference_link
+from apps.publishing.selectors import job_related, reference_kind, reference_link
 from apps.publishing.services import job_retry_now
 
 
@@ -36,7 +36,11 @@ class PublicationJobAdmin(ObjectButtonsAdmin):
     )
     list_filter = ("state", "action", "channel")
     search_fields = ("title", "last_error", "reference", "path")
-    list_select_related = ("channel", "channel__git_destination")
+
+    def get_list_select_related(self, request):
+        # Asked per page: the destinations register what their references read once the apps are ready.
+        return job_related()
+
     readonly_fields = (
         "post_link",
         "channel",

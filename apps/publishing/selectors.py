@@ -1,32 +1,31 @@
-import re
 from collections import namedtuple
 from collections.abc import Iterable
 
 from django.db.models import Max
 from django.utils.html import format_html
 
-from apps.core.destinations import kind_for
+from apps.core.destinations import Recipients, kind_for, kinds
 from apps.publishing.models import PublicationJob
-from apps.publishing.newsletter.models import Edition
 
-COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-
-# A post's publication as the API shows it: its latest job (blank texts as null), and for a
-# newsletter edition the counts of its recipients (null for any other post).
+# A post's publication as the API shows it: its latest job (blank texts as null), and, for a
+# destination that mails its posts, the counts of its recipients (null for any other post).
 Publication = namedtuple("Publication", "id action state attempts last_error reference url updated_at recipients")
-# A newsletter edition's recipient counts (Edition.recipients()).
-Recipients = namedtuple("Recipients", "total pending sent failed suppressed uncertain")
-# Where a newsletter destination's reference names the post's edition (sending.py).
-EDITION_PREFIX = "edition:"
 
 
 def recipients_of(post_ids: Iterable[int]) -> dict[int, Recipients]:
-    """The recipient counts of the posts' newsletter editions, by post id (one query; the counts
-    are kept on the edition's row, so its cost does not grow with the audience)."""
-    editions = Edition.objects.filter(post_id__in=list(post_ids)).only(
-        "post_id", "total", "sent", "failed", "suppressed", "uncertain"
-    )
-    return {edition.post_id: Recipients(**edition.recipients()) for edition in editions}
+    """The recipient counts of the posts that destinations mail, by post id (one query per
+    destination that mails posts)."""
+    post_ids = list(post_ids)
+    found: dict[int, Recipients] = {}
+    for kind in kinds():
+        if kind.recipients is not None:
+            found.update(kind.recipients(post_ids))
+    return found
+
+
+def job_related() -> tuple[str, ...]:
+    """What a job's row reads of its channel to show its reference (select_related paths)."""
+    return ("channel", *(path for kind in kinds() for path in kind.job_related))
 
 
 def publication_row(job: PublicationJob) -> Publication:
@@ -76,14 +75,11 @@ def reference_kind(job: PublicationJob) -> str:
 
 
 def reference_link(job: PublicationJob) -> str:
-    """The job's reference (a commit), shortened and linked to its page where the channel's
-    destination has a commit URL (HTML, for the Settings area's pages)."""
+    """The job's reference as its destination shows it (a commit id shortened), linked to its page
+    where the destination gives one, or to the published post (HTML, for the Settings area's pages)."""
     if not job.reference:
         return "—"
-    if not COMMIT.fullmatch(job.reference):
-        # Another destination's reference (a LinkedIn post's URN): whole, linked to the post.
-        return format_html('<a href="{}">{}</a>', job.url, job.reference) if job.url else job.reference
-    setup = getattr(job.channel, "git_destination", None)
-    url = setup.commit_url(job.reference) if setup is not None else ""
-    short = job.reference[:12]
-    return format_html('<a href="{}">{}</a>', url, short) if url else short
+    kind = kind_for(job.channel.platform)
+    shown = kind.short_reference(job.reference) if kind is not None else job.reference
+    url = (kind.reference_url(job) if kind is not None else "") or (job.url if shown == job.reference else "")
+    return format_html('<a href="{}">{}</a>', url, shown) if url else shown

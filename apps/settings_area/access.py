@@ -16,7 +16,9 @@ governs and the user model knows nothing of the admin's models. The keys are the
 from functools import cache
 
 from django.contrib.auth.backends import ModelBackend
+from django.core.exceptions import ImproperlyConfigured
 
+from apps.core.destinations import kinds
 from apps.users.models import OPERATOR
 
 VIEW = frozenset({"view"})
@@ -62,16 +64,6 @@ PERMISSION_ALLOWS: dict[str, dict[str, frozenset[str]]] = {
         # A delivery's "view" includes its "Retry now": the history is the admin's to act on.
         "webhooks.delivery": VIEW,
         "webhooks.attempt": VIEW,
-        # Where a channel publishes, with its credentials.
-        "publishing_git.gitdestination": ALL,
-        "publishing_linkedin.linkedinconnection": ALL,
-        # A newsletter's readers are personal data (editors preview an edition and send themselves
-        # a test from the post's page). Subscribers are added, imported and erased, never edited; a
-        # suppression is lifted ("delete") with a reason; an edition's "change" is "Send to uncertain".
-        "publishing_newsletter.newsletter": frozenset({"view", "add", "change"}),
-        "publishing_newsletter.subscriber": frozenset({"view", "add", "delete"}),
-        "publishing_newsletter.suppression": frozenset({"view", "delete"}),
-        "publishing_newsletter.edition": frozenset({"view", "change"}),
     },
     "system.billing": {},
     "system.api_keys": {
@@ -84,10 +76,24 @@ PERMISSION_ALLOWS: dict[str, dict[str, frozenset[str]]] = {
 
 
 @cache
+def access_table() -> dict[str, dict[str, frozenset[str]]]:
+    """The table above with what each installed destination allows on its own models (its
+    DestinationKind.access): a destination's models are placed on purpose by its package. Read once
+    the apps are ready (the destinations register their kinds then)."""
+    table = {permission: dict(models) for permission, models in PERMISSION_ALLOWS.items()}
+    for kind in kinds():
+        for permission, models in kind.access.items():
+            if permission not in table:
+                raise ImproperlyConfigured(f"The {kind.platform} access table names no permission {permission!r}")
+            table[permission].update(models)
+    return table
+
+
+@cache
 def _allowed(permissions: frozenset[str]) -> dict[str, frozenset[str]]:
     merged: dict[str, frozenset[str]] = {}
     for permission in permissions:
-        for model, actions in PERMISSION_ALLOWS.get(permission, {}).items():
+        for model, actions in access_table().get(permission, {}).items():
             merged[model] = merged.get(model, frozenset()) | actions
     return merged
 

@@ -4,20 +4,18 @@ and the private key are write-only: the page says whether one is stored, never w
 from django import forms
 from django.contrib import admin
 
-from apps.channels.models import Platform
 from apps.core.admin import (
     DomainErrorsAsMessages,
     ObjectButton,
     ObjectButtonsAdmin,
     SetupLink,
     add_input_error,
-    register_channel_setup,
 )
 from apps.core.errors import InvalidInput
 from apps.core.keep import KEEP
 from apps.core.step_up import StepUp
 from apps.publishing.git import services
-from apps.publishing.git.models import GitDestination
+from apps.publishing.git.models import PLATFORM, GitDestination
 
 SETTINGS_FIELDS = tuple(services.GitSettings.__dataclass_fields__)
 CREDENTIAL_FIELDS = ("credentials", "token_username", "token", "clear_token", "ssh_key", "clear_ssh_key", "known_hosts")
@@ -51,7 +49,7 @@ class GitDestinationForm(forms.ModelForm):
         channel = self.fields.get("channel")
         if channel is not None:
             # A channel has one destination: those set up already are changed on their own page.
-            channel.queryset = channel.queryset.filter(platform=Platform.GIT, git_destination__isnull=True)
+            channel.queryset = channel.queryset.filter(platform=PLATFORM, git_destination__isnull=True)
 
     def git_settings(self) -> services.GitSettings:
         values = {name: self.cleaned_data.get(name) for name in SETTINGS_FIELDS}
@@ -113,7 +111,7 @@ class GitDestinationAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
         obj.pk, obj._state.adding = saved.pk, False
 
 
-def describe(channel_id: int) -> SetupLink:
+def setup_link(channel_id: int) -> SetupLink:
     setup = GitDestination.objects.filter(channel_id=channel_id).only("pk", "repository_url", "branch").first()
     if setup is None:
         return SetupLink(
@@ -121,6 +119,3 @@ def describe(channel_id: int) -> SetupLink:
         )
     link_text = f"{setup.repository_url} ({setup.branch})"
     return SetupLink("", "publishing_git_gitdestination_change", link_text, (setup.pk,))
-
-
-register_channel_setup("git", describe)

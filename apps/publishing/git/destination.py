@@ -5,6 +5,7 @@ Every action is safe to repeat: a file that already holds what the job would wri
 again, so a job whose outcome was unknown (the push sent, the answer lost) finds its work done.
 """
 
+import re
 import string
 import time
 from dataclasses import replace
@@ -14,10 +15,10 @@ import yaml
 from django.conf import settings
 
 from apps.core import crypto
-from apps.core.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
+from apps.core.destinations import EVERY_ACTION, DestinationKind, Document, JobContext, Outcome, PublishError
 from apps.publishing.git import paths, repository
 from apps.publishing.git.failures import describe_failure, did_not_answer
-from apps.publishing.git.models import GitDestination
+from apps.publishing.git.models import PLATFORM, GitDestination
 from apps.publishing.git.remote import Credentials, parse_remote
 from apps.publishing.models import JobAction
 
@@ -315,8 +316,23 @@ def unready(channel_id: int) -> str:
     return "" if GitDestination.objects.filter(channel_id=channel_id).exists() else f"{SET_UP_HERE}."
 
 
+COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def short_reference(reference: str) -> str:
+    """A commit id as pages show it: its first 12 digits."""
+    return reference[:12] if COMMIT.fullmatch(reference) else reference
+
+
+def reference_url(job) -> str:
+    """The commit's page, where the repository's set-up has a commit URL template."""
+    setup = getattr(job.channel, "git_destination", None)
+    return setup.commit_url(job.reference) if setup is not None and COMMIT.fullmatch(job.reference) else ""
+
+
 KIND = DestinationKind(
-    platform="git",
+    platform=PLATFORM,
+    label="Git",
     load=load,
     missing=f"{SET_UP_HERE} (or with the connect_git command).",
     publishes=(
@@ -325,4 +341,10 @@ KIND = DestinationKind(
     ),
     reference="commit",
     unready=unready,
+    short_reference=short_reference,
+    reference_url=reference_url,
+    job_related=("channel__git_destination",),
+    admin="apps.publishing.git.admin",
+    # Where a channel publishes, with its credentials: the account's settings.
+    access={"system.settings": {"publishing_git.gitdestination": EVERY_ACTION}},
 )

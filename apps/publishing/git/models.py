@@ -3,6 +3,8 @@ from django.db import models
 
 from apps.core import crypto
 
+# The platform value of this kind's channels (Channel.platform).
+PLATFORM = "git"
 DEFAULT_PATH_TEMPLATE = "content/posts/{slug}.md"
 DEFAULT_TOKEN_USERNAME = "x-access-token"  # noqa: S105 (a user name, not a secret)
 

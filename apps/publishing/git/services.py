@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
-from apps.channels.models import Channel, Platform
+from apps.channels.models import Channel
 from apps.core import crypto
 from apps.core.destinations import PublishError
 from apps.core.errors import DomainError
@@ -16,7 +16,7 @@ from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
 from apps.publishing.git import repository
 from apps.publishing.git.destination import GitPublisher, check_path_template
-from apps.publishing.git.models import DEFAULT_PATH_TEMPLATE, DEFAULT_TOKEN_USERNAME, GitDestination
+from apps.publishing.git.models import DEFAULT_PATH_TEMPLATE, DEFAULT_TOKEN_USERNAME, PLATFORM, GitDestination
 from apps.publishing.git.remote import keyscan_command, parse_remote
 
 
@@ -70,7 +70,7 @@ def git_destination_save(
 ) -> GitDestination:
     """Set the channel's repository up (or change it). `token` and `ssh_key`: a new value, None to
     clear it, KEEP to leave the stored one."""
-    if channel.platform != Platform.GIT:
+    if channel.platform != PLATFORM:
         raise DomainError(
             f"Only git channels publish to a repository; this channel is {channel.platform}.", code="invalid_platform"
         )

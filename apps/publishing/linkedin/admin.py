@@ -21,7 +21,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from apps.channels.models import Channel, Platform
+from apps.channels.models import Channel
 from apps.core.admin import (
     DomainErrorsAsMessages,
     ObjectButton,
@@ -29,8 +29,6 @@ from apps.core.admin import (
     SetupLink,
     add_input_error,
     page_url,
-    register_channel_setup,
-    register_post_preview,
     scoped,
 )
 from apps.core.destinations import Document, PublishError
@@ -38,7 +36,7 @@ from apps.core.errors import DomainError, InvalidInput
 from apps.core.step_up import StepUp
 from apps.publishing.linkedin import client, services
 from apps.publishing.linkedin.commentary import LIMIT, commentary, shown
-from apps.publishing.linkedin.models import LinkedInConnection
+from apps.publishing.linkedin.models import PLATFORM, LinkedInConnection
 
 SESSION_KEY = "linkedin.oauth"
 # An authorization started longer ago than this is refused at the callback (start again).
@@ -164,7 +162,7 @@ class LinkedInConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
         not: the access is the account's)."""
         if not self.has_change_permission(request) or request.user.account_id is None:
             raise PermissionDenied
-        channel = scoped(request, Channel.objects.filter(platform=Platform.LINKEDIN)).filter(pk=channel_id).first()
+        channel = scoped(request, Channel.objects.filter(platform=PLATFORM)).filter(pk=channel_id).first()
         if channel is None or channel.account_id != request.user.account_id:
             raise Http404("No such LinkedIn channel.")
         return channel
@@ -271,7 +269,7 @@ class LinkedInConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
         obj.organization_urn = saved.organization_urn
 
 
-def describe(channel_id: int) -> SetupLink:
+def setup_link(channel_id: int) -> SetupLink:
     connection = LinkedInConnection.objects.filter(channel_id=channel_id).first()
     if connection is None:
         return SetupLink(
@@ -306,10 +304,7 @@ def access_end(connection: LinkedInConnection) -> str:
     return f"access until {until}, renewed by itself until {connection.refresh_expires_at:%Y-%m-%d %H:%M} UTC"
 
 
-register_channel_setup("linkedin", describe)
-
-
-def preview(document: Document) -> str:
+def post_preview(document: Document) -> str:
     """The post's LinkedIn text as its readers will see it, with its length as LinkedIn counts it,
     or the sentence that says why it cannot be posted."""
     try:
@@ -322,6 +317,3 @@ def preview(document: Document) -> str:
         f"{length:,}",
         f"{LIMIT:,}",
     )
-
-
-register_post_preview("linkedin", preview)

@@ -14,11 +14,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.core import crypto
-from apps.core.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
+from apps.core.destinations import EVERY_ACTION, DestinationKind, Document, JobContext, Outcome, PublishError
 from apps.core.errors import DomainError
 from apps.publishing.linkedin import client, services
 from apps.publishing.linkedin.commentary import commentary
-from apps.publishing.linkedin.models import LinkedInConnection, SentPost
+from apps.publishing.linkedin.models import PLATFORM, LinkedInConnection, SentPost
 from apps.publishing.models import PublicationJob
 
 logger = logging.getLogger(__name__)
@@ -234,7 +234,8 @@ def unready(channel_id: int) -> str:
 
 
 KIND = DestinationKind(
-    platform="linkedin",
+    platform=PLATFORM,
+    label="LinkedIn",
     load=load,
     missing=(
         f"{services.NOT_CONNECTED} this LinkedIn channel is not connected to a LinkedIn account. Connect it on the "
@@ -246,4 +247,7 @@ KIND = DestinationKind(
     ),
     reference="LinkedIn post",
     unready=unready,
+    admin="apps.publishing.linkedin.admin",
+    # Where a channel publishes, with its credentials: the account's settings.
+    access={"system.settings": {"publishing_linkedin.linkedinconnection": EVERY_ACTION}},
 )

@@ -7,6 +7,8 @@ from django.utils import timezone
 from apps.core import crypto
 from apps.core.fields import JSONField
 
+# The platform value of this kind's channels (Channel.platform).
+PLATFORM = "linkedin"
 PERSON_URN_PREFIX = "urn:li:person:"
 ORGANIZATION_URN_PREFIX = "urn:li:organization:"
 

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.channels.models import Channel, Platform
+from apps.channels.models import Channel
 from apps.core import crypto
 from apps.core.destinations import PublishError
 from apps.core.errors import DomainError
@@ -22,7 +22,7 @@ from apps.core.mail import tell_account_admins
 from apps.core.validation import field_error
 from apps.publishing import services as pipeline
 from apps.publishing.linkedin import client
-from apps.publishing.linkedin.models import ORGANIZATION_URN_PREFIX, PERSON_URN_PREFIX, LinkedInConnection
+from apps.publishing.linkedin.models import ORGANIZATION_URN_PREFIX, PERSON_URN_PREFIX, PLATFORM, LinkedInConnection
 from apps.publishing.models import JobState, PublicationJob
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def connection_save(
     `refresh_token_expires_in`, `scope`): LinkedIn is asked whom it belongs to and which pages they
     administer first. A reconnection keeps the channel, its scheduled posts and its choice of page
     (when the member still administers it), and runs again the jobs that failed for want of access."""
-    if channel.platform != Platform.LINKEDIN:
+    if channel.platform != PLATFORM:
         raise DomainError(
             f"Only LinkedIn channels connect to LinkedIn; this channel is {channel.platform}.", code="invalid_platform"
         )

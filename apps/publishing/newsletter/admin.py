@@ -19,14 +19,12 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from apps.channels.models import Channel, Platform
+from apps.channels.models import Channel
 from apps.core.admin import (
     DomainErrorsAsMessages,
     SettingsModelAdmin,
     SetupLink,
     page_url,
-    register_channel_setup,
-    register_post_preview,
 )
 from apps.core.destinations import Document
 from apps.core.step_up import StepUp
@@ -117,7 +115,7 @@ class NewsletterAdmin(DomainErrorsAsMessages, SettingsModelAdmin):
         obj.pk, obj._state.adding = saved.pk, False
 
 
-def describe(channel_id: int) -> SetupLink:
+def setup_link(channel_id: int) -> SetupLink:
     confirmed = Subscriber.objects.filter(channel_id=channel_id, status=SubscriberStatus.CONFIRMED).count()
     readers = f"Mailed to its {confirmed:,} confirmed subscriber(s)"
     newsletter = Newsletter.objects.filter(channel_id=channel_id).only("pk").first()
@@ -131,9 +129,6 @@ def describe(channel_id: int) -> SetupLink:
     return SetupLink(
         f"{readers}:", "publishing_newsletter_newsletter_change", "sender, reply-to and subscribers", (newsletter.pk,)
     )
-
-
-register_channel_setup(Platform.NEWSLETTER, describe)
 
 
 # --- Subscribers ---------------------------------------------------------------------------------
@@ -383,6 +378,3 @@ def post_preview(document: Document) -> str:
         url,
         preview_frame(shown),
     )
-
-
-register_post_preview(Platform.NEWSLETTER, post_preview)

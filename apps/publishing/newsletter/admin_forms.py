@@ -3,11 +3,11 @@
 from django import forms
 from django.contrib import admin
 
-from apps.channels.models import Channel, Platform
+from apps.channels.models import Channel
 from apps.core.admin import scoped
 from apps.core.errors import InvalidInput
 from apps.publishing.newsletter import services
-from apps.publishing.newsletter.models import Newsletter, Subscriber
+from apps.publishing.newsletter.models import PLATFORM, Newsletter, Subscriber
 
 
 class NewsletterChannelFilter(admin.RelatedOnlyFieldListFilter):
@@ -17,14 +17,14 @@ class NewsletterChannelFilter(admin.RelatedOnlyFieldListFilter):
     channel of the account."""
 
     def field_choices(self, field, request, model_admin):
-        channels = scoped(request, Channel.objects.filter(platform=Platform.NEWSLETTER)).values("pk")
+        channels = scoped(request, Channel.objects.filter(platform=PLATFORM)).values("pk")
         ordering = self.field_admin_ordering(field, request, model_admin)
         return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to={"pk__in": channels})
 
 
 def newsletter_channels(field) -> None:
     if field is not None:
-        field.queryset = field.queryset.filter(platform=Platform.NEWSLETTER)
+        field.queryset = field.queryset.filter(platform=PLATFORM)
 
 
 class NewsletterForm(forms.ModelForm):

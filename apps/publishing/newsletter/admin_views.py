@@ -18,7 +18,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from apps.channels.models import Channel, Platform
+from apps.channels.models import Channel
 from apps.core import step_up
 from apps.core.admin import add_input_error, page_url, scoped
 from apps.core.destinations import Document, subject
@@ -26,7 +26,7 @@ from apps.core.errors import DomainError, InvalidInput
 from apps.publishing.newsletter import editions, message, services
 from apps.publishing.newsletter.admin_forms import ImportForm, LiftForm
 from apps.publishing.newsletter.csv_import import OPEN_OPTIONS, import_csv
-from apps.publishing.newsletter.models import Edition, Newsletter
+from apps.publishing.newsletter.models import PLATFORM, Edition, Newsletter
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class SubscriberFiles:
         form = ImportForm(
             request.POST if posted else None,
             request.FILES if posted else None,
-            channels=scoped(request, Channel.objects.filter(platform=Platform.NEWSLETTER)),
+            channels=scoped(request, Channel.objects.filter(platform=PLATFORM)),
             initial={"channel": channel} if channel.isdigit() else None,
         )
         result = self._import(request, form) if form.is_valid() else None
@@ -280,7 +280,7 @@ class EditionPages:
         change posts."""
         if not request.user.has_perm("posts.change_post"):
             raise PermissionDenied
-        channel = scoped(request, Channel.objects.filter(platform=Platform.NEWSLETTER, posts__pk=post_id)).first()
+        channel = scoped(request, Channel.objects.filter(platform=PLATFORM, posts__pk=post_id)).first()
         document = subject().document(post_id=post_id, action="publish", published_at=None) if channel else None
         if document is None:
             raise Http404("No such newsletter post.")

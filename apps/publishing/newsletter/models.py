@@ -27,6 +27,8 @@ def new_token() -> str:
 
 
 # Longer tokens are nobody's (new_token() makes 32 characters); a URL's token is not hashed past it.
+# The platform value of this kind's channels (Channel.platform).
+PLATFORM = "newsletter"
 CONFIRM_TOKEN_MAX_LENGTH = 64
 
 

@@ -320,7 +320,7 @@ class NewsletterPublisher:
 
     @staticmethod
     def _outcome(edition: Edition | None, url: str) -> Outcome:
-        # "edition:<id>" is how the publishing selectors tell an edition from a commit (EDITION_PREFIX).
+        # An edition names itself "edition:<id>" in its jobs, as a commit names itself by its id.
         return Outcome(reference=f"edition:{edition.pk}" if edition else "", url=url)
 
     def publish(self, job: JobContext, document: Document) -> Outcome:

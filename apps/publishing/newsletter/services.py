@@ -26,12 +26,13 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.channels.models import Channel, Platform
+from apps.channels.models import Channel
 from apps.core.crypto import hash_secret
 from apps.core.errors import Conflict, InvalidInput, NotFound
 from apps.core.validation import validation_envelope
 from apps.publishing.newsletter.events import SubscriberEvent
 from apps.publishing.newsletter.models import (
+    PLATFORM,
     Newsletter,
     Subscriber,
     SubscriberStatus,
@@ -64,7 +65,7 @@ def newsletter_of(channel: Channel) -> Newsletter:
 
 def check_newsletter(channel: Channel) -> None:
     """Only newsletter channels have subscribers: any other is not found (as in the API's 404)."""
-    if channel.platform != Platform.NEWSLETTER:
+    if channel.platform != PLATFORM:
         raise NotFound("This channel is not a newsletter; it has no subscribers.")
 
 
