@@ -26,7 +26,7 @@ endef
 export HONCHO_PY
 HONCHO := $(PY) -c "$$HONCHO_PY" $(STOP_WAIT)
 # run's processes under honcho. Local trial runs deliver webhooks to receivers on this machine, and
-# publish the demo git channel to a local repository under var/, unless told otherwise. honcho gives
+# publish the demo's repository channel to a local repository under var/, unless told otherwise. honcho gives
 # each process a PORT of its own (web's, +100, +200): all of them print and send the web's address
 # (SITE_URL). The shell becomes honcho (exec), so Ctrl-C and make's SIGTERM reach honcho, not a
 # shell that would die of them first.

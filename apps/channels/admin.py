@@ -31,7 +31,7 @@ class TeamAdmin(SettingsModelAdmin):
         return also_read_only(fields, "account") if obj else fields
 
 
-# A blog channel's public site (apps/blog), which a newsletter has too (its subscribe form and archive):
+# A blog channel's public site (apps/blog), which some destinations' channels have too (their site_platforms):
 # shown and saved for those channels only.
 BLOG_FIELDS = ("handle", "domain", "description", "language", "time_zone", "accent_color", "logo_url")
 # Settings with a default that an empty field stands for (a form posted without them, a field cleared).
@@ -100,7 +100,7 @@ class ChannelForm(forms.ModelForm):
 
 
 def site_platform_names() -> str:
-    """The platforms with a public site, as a sentence names them ("blog and newsletter")."""
+    """The platforms with a public site, as a sentence names them ("blog, x and y")."""
     labels = dict(platform_choices())
     names = [labels[platform].lower() for platform in sorted(site_platforms(), key=list(labels).index)]
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)

@@ -10,7 +10,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils.text import slugify
 
-from apps.core.destinations import kind_for, kinds
+from apps.core.destinations import kinds
 
 
 class Platform(models.TextChoices):
@@ -29,9 +29,17 @@ def platform_choices() -> list[tuple[str, str]]:
 
 
 def destination_platforms() -> frozenset[str]:
-    """Platforms whose posts go out through a destination set up for the channel (apps/publishing):
-    a post is `published` once the destination confirms. Blog channels are their own destination."""
+    """The installed destinations' platforms (see Channel.publishes_through_destination)."""
     return frozenset(kind.platform for kind in kinds())
+
+
+def through_destination(platform: str) -> bool:
+    """Whether a channel of `platform` publishes through a destination set up for it
+    (apps/publishing): a post is `published` once the destination confirms. Blog channels are their
+    own destination and `api` channels have the external workflow; any other platform has a
+    destination, installed or not (a channel of a kind whose package is not installed here fails
+    its jobs, saying so, rather than being published as a blog post)."""
+    return platform not in (Platform.BLOG, Platform.API)
 
 
 def site_platforms() -> frozenset[str]:
@@ -134,8 +142,8 @@ class Channel(models.Model):
         blank=True,
         unique=True,
         validators=[validate_handle],
-        help_text="Blogs and newsletters: the address /blog/<handle>/ on the service's host. Left empty, it is made "
-        "from the title.",
+        help_text="Channels with a public site: the address /blog/<handle>/ on the service's host. Left empty, it "
+        "is made from the title.",
     )
     domain = models.CharField(
         max_length=253,
@@ -143,8 +151,8 @@ class Channel(models.Model):
         blank=True,
         unique=True,
         validators=[validate_domain],
-        help_text="Blogs and newsletters: a host name of the blog's own (blog.example.com), whose DNS points at the "
-        "service; the blog is then at its root.",
+        help_text="Channels with a public site: a host name of the blog's own (blog.example.com), whose DNS points "
+        "at the service; the blog is then at its root.",
     )
     # db_default on each: rows inserted by raw SQL (or an older release's code mid-deploy) get them too.
     description = models.CharField(
@@ -152,28 +160,28 @@ class Channel(models.Model):
         blank=True,
         default="",
         db_default="",
-        help_text="Blogs and newsletters: one line under the blog's name, and its feed's subtitle.",
+        help_text="Channels with a public site: one line under the blog's name, and its feed's subtitle.",
     )
     language = models.CharField(
         max_length=35,
         default="en",
         db_default="en",
         validators=[language_validator],
-        help_text="Blogs and newsletters: the language of its pages.",
+        help_text="Channels with a public site: the language of its pages.",
     )
     time_zone = models.CharField(
         max_length=64,
         default="UTC",
         db_default="UTC",
         validators=[validate_time_zone],
-        help_text="Blogs and newsletters: dates are shown in this zone.",
+        help_text="Channels with a public site: dates are shown in this zone.",
     )
     accent_color = models.CharField(
         max_length=7,
         default=DEFAULT_ACCENT_COLOR,
         db_default=DEFAULT_ACCENT_COLOR,
         validators=[accent_color_validator],
-        help_text="Blogs and newsletters: the colour of links and the header's line, as #rrggbb.",
+        help_text="Channels with a public site: the colour of links and the header's line, as #rrggbb.",
     )
     logo_url = models.URLField(
         max_length=2000,
@@ -181,7 +189,7 @@ class Channel(models.Model):
         default="",
         db_default="",
         validators=[URLValidator(schemes=["https"])],
-        help_text="Blogs and newsletters: an https:// image shown beside the blog's name (about 48 pixels high).",
+        help_text="Channels with a public site: an https:// image shown beside the blog's name (about 48 pixels high).",
     )
     # Names the state of the channel and of everything its API representations show: its team,
     # its posts with their tags and media, their number. The database's triggers (migration
@@ -271,7 +279,7 @@ class Channel(models.Model):
 
     @property
     def publishes_through_destination(self) -> bool:
-        return kind_for(self.platform) is not None
+        return through_destination(self.platform)
 
     def clean(self) -> None:
         if self.team_id and self.account_id and self.team.account_id != self.account_id:

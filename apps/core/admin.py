@@ -14,15 +14,7 @@ from django.db import transaction
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 
-from apps.core.admin_scoping import (  # noqa: F401 - the scoping's names, importable from here as before
-    LIST_VALUE_MAX_CHARS,
-    AccountRelatedFilter,
-    AccountScopedAdmin,
-    OwnFiltersChangeList,
-    list_value_taken,
-    own_account_id,
-    scoped,
-)
+from apps.core.admin_scoping import AccountScopedAdmin
 from apps.core.destinations import kind_for
 from apps.core.errors import DomainError, InvalidInput
 
@@ -40,6 +32,32 @@ def also_read_only(fields, *names) -> tuple:
     return tuple(dict.fromkeys((*fields, *names)))
 
 
+@dataclass
+class PageState:
+    """What one Settings-area request learns while it runs, for later steps of the same request:
+    whether a refusal was reported (Django's success message then stays out), the account's public
+    site address once looked up (a page builds its context several times), and a secret made by
+    this request that its answer shows once (an API key: never stored in clear, never put in a
+    message, which travels in a cookie). The one place this service keeps state on an admin
+    request: `page_state(request)`, under PAGE_STATE."""
+
+    refused: bool = False
+    site_url_known: bool = False
+    site_url: str | None = None
+    shown_once: str | None = None
+
+
+PAGE_STATE = "settings_area_page_state"
+
+
+def page_state(request) -> PageState:
+    state = getattr(request, PAGE_STATE, None)
+    if state is None:
+        state = PageState()
+        setattr(request, PAGE_STATE, state)
+    return state
+
+
 class DomainErrorsAsMessages:
     """ModelAdmin mixin: a service's DomainError raised while saving or deleting (a rule the form
     cannot know, such as "the last admin" or a slug taken a moment ago) is shown as an error
@@ -49,8 +67,8 @@ class DomainErrorsAsMessages:
 
     def message_user(self, request, message, level=messages.INFO, *args, **kwargs):
         if level == messages.ERROR:
-            request._admin_refused = True
-        elif level == messages.SUCCESS and getattr(request, "_admin_refused", False):
+            page_state(request).refused = True
+        elif level == messages.SUCCESS and page_state(request).refused:
             return
         super().message_user(request, message, level, *args, **kwargs)
 

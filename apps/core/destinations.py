@@ -34,7 +34,7 @@ class PublishError(Exception):
 
 
 class InProgress(Exception):
-    """The destination is carrying the job out and has more to do (a newsletter edition still has
+    """The destination is carrying the job out and has more to do (an edition still has
     recipients to mail): the job goes back to the head of its channel's queue, due again after
     `retry_after` seconds, and the attempt is not counted. `message` says how far it got."""
 
@@ -58,14 +58,14 @@ class Document:
     teaser: str = ""
     # Set on updates: the time of the change (Hugo's `lastmod`).
     updated_at: datetime | None = None
-    # Where readers find the post's page on the account's blog, if it has one (a LinkedIn share links to it).
+    # Where readers find the post's page on the account's blog, if it has one (a social post links to it).
     link: str | None = None
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a destination confirms: its reference for the result (git: the commit), where the
-    post now lives in it (git: the file's path; empty once removed) and its web address, if any."""
+    """What a destination confirms: its reference for the result (a commit), where the
+    post now lives in it (a file's path; empty once removed) and its web address, if any."""
 
     reference: str = ""
     path: str = ""
@@ -190,7 +190,8 @@ def destination_for(*, channel_id: int, platform: str, platform_name: str) -> De
     kind = _kinds.get(platform)
     if kind is None:
         raise PublishError(
-            f"{platform_name} channels cannot publish on this server yet: no {platform_name} destination is installed.",
+            f"{platform_name} channels cannot publish on this server yet: no {platform_name} destination is installed "
+            "(its package is not in INSTALLED_APPS).",
             permanent=True,
         )
     destination = kind.load(channel_id)

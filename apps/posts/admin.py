@@ -251,7 +251,7 @@ class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
 
     @admin.display(description="as it will be posted")
     def as_posted(self, obj: Post) -> str:
-        """The post as its channel's destination will post it (a LinkedIn post's text), where the
+        """The post as its channel's destination will post it (a social post's text), where the
         destination shows that (as saved: saving again shows an edit)."""
         preview = post_preview(obj.channel.platform) if obj is not None and obj.pk is not None else None
         if preview is None:

@@ -1,6 +1,6 @@
 """The publication part of a post's page in the Settings area: Publish now (the button, the list's
 action and the sentence of what it does for the post's channel, apps/posts/publish_now.py) and the
-post's latest publication jobs, each naming its destination's reference (a commit, a LinkedIn post,
+post's latest publication jobs, each naming its destination's reference (a commit, a social post,
 an edition)."""
 
 from django.contrib import admin

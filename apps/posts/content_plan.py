@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.channels.models import Platform, destination_platforms
+from apps.channels.models import Platform, through_destination
 from apps.posts.events import PostEvent
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.serializers import posts_webhook_data
@@ -34,7 +34,7 @@ BATCH_SIZE = 1000
 class ContentPlanResult:
     publishing_pending: int = 0
     published: int = 0
-    # Posts of git and LinkedIn channels handed to their destination: they stay `scheduled` until
+    # Posts of channels that publish through a destination, handed to it: they stay `scheduled` until
     # the destination confirms.
     handed_over: int = 0
 
@@ -105,9 +105,8 @@ def _move_batch(
     the batch ended)."""
     due, scanned, position = _due_batch(now=now, batch_size=batch_size, after=after)
     external = [post_id for post_id, platform, *_ in due if platform == Platform.API]
-    destinations = destination_platforms()
-    destined = [row for row in due if row[1] in destinations]
-    direct = [post_id for post_id, platform, *_ in due if platform != Platform.API and platform not in destinations]
+    destined = [row for row in due if through_destination(row[1])]
+    direct = [post_id for post_id, platform, *_ in due if platform == Platform.BLOG]
     if external:
         posts_hand_over(post_ids=external, now=now)
         _emit(PostEvent.PUBLISHING_PENDING, external, channels)

@@ -13,8 +13,8 @@ class PostEvent(models.TextChoices):
     )
     PUBLISHED = "post.published", "A post was published"
     UNPUBLISHED = "post.unpublished", "A published post was taken back to draft"
-    # A publication job (git, LinkedIn...) failed for good; data.publication says why.
-    FAILED = "post.failed", "A post's publication job (git, LinkedIn) failed for good"
+    # A publication job on a channel's destination failed for good; data.publication says why.
+    FAILED = "post.failed", "A post's publication job on its channel's destination failed for good"
 
 
 register(PostEvent)

@@ -12,7 +12,7 @@ from apps.posts.serializers import document
 
 def blog_link(post: Post) -> str | None:
     """The page of the post on the account's blog: its own where it is a blog's post, else (a
-    LinkedIn share of an article) the published post of the same slug on one of the account's blogs."""
+    social share of an article) the published post of the same slug on one of the account's blogs."""
     if post.channel.has_public_site:
         return post.channel.post_url(post.slug)
     article = (

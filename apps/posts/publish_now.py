@@ -1,6 +1,6 @@
 """The Settings area's "Publish now" on a post: what it does there, in the words of the post's
 channel, whether it may be pressed now, and pressing it. A channel that publishes through a
-destination (git, LinkedIn, a newsletter...) is described by its destination (its DestinationKind),
+destination (a repository, a social network, a mailing list...) is described by its destination (its DestinationKind),
 so adding a destination changes nothing here."""
 
 from dataclasses import dataclass

@@ -1,6 +1,6 @@
 """Every shape of a post, in one module: the API's list, single-post and workflow forms, the
 `data.post` and `data.publication` of webhook bodies, and the document a publishing destination
-writes (git's file and front matter, LinkedIn's commentary, a newsletter's edition). Change how a
+writes (a file with its front matter, a social post's text, an edition mailed). Change how a
 post looks here, and every reader of it follows.
 
 The API's forms render rows (selectors.post_rows) with exactly the columns the form declares
@@ -74,7 +74,7 @@ class PostContentSerializer(PostListItemSerializer):
 
 
 class RecipientsSerializer(ResponseSerializer):
-    """A newsletter edition's recipients, by the state of their delivery."""
+    """The recipients of a post that its destination mails, by the state of their delivery."""
 
     total = serializers.IntegerField(help_text="Recipients when the send started (confirmed, not suppressed).")
     pending = serializers.IntegerField(help_text="Not sent yet (waiting for their turn or a retry).")
@@ -90,7 +90,7 @@ class RecipientsSerializer(ResponseSerializer):
 
 
 class PublicationSerializer(ResponseSerializer):
-    """The post's latest publication job on its channel's destination (git, LinkedIn, newsletter)."""
+    """The post's latest publication job on its channel's destination."""
 
     id = serializers.IntegerField()
     action = serializers.ChoiceField(choices=JobAction.choices)
@@ -99,14 +99,17 @@ class PublicationSerializer(ResponseSerializer):
     last_error = serializers.CharField(
         allow_null=True, help_text="What went wrong last, as a sentence; null when nothing did."
     )
-    reference = serializers.CharField(allow_null=True, help_text="The destination's reference (git: the commit id).")
+    reference = serializers.CharField(
+        allow_null=True, help_text="The destination's reference (a commit id, a post's id)."
+    )
     url = serializers.CharField(
         allow_null=True, help_text="The post's page, where the channel has a web address for it."
     )
     updated_at = UtcDateTimeField()
     recipients = RecipientsSerializer(
         allow_null=True,
-        help_text="A newsletter edition's recipient counts, once its send has started; null for other posts.",
+        help_text="The recipient counts of a post its destination mails, once its send has started; null for "
+        "other posts.",
     )
 
 
@@ -121,12 +124,12 @@ class PostDetailSerializer(PostContentSerializer):
     url = serializers.CharField(
         allow_null=True,
         help_text="Where readers find the post, once `published`: its page on the channel's blog (blog channels), "
-        "the page its destination reported (git, LinkedIn), or `external_url` (api channels). Null otherwise.",
+        "the page its destination reported, or `external_url` (api channels). Null otherwise.",
     )
     publication = PublicationSerializer(
         allow_null=True,
-        help_text="The latest publication job of a post of a git, LinkedIn or newsletter channel; null where there is "
-        "none.",
+        help_text="The latest publication job of a post of a channel that publishes through a destination; null "
+        "where there is none.",
     )
 
 
@@ -185,8 +188,8 @@ def post_webhook_data(post: Post) -> dict:
 
 
 def document(post: Post, *, action: str, published_at: datetime | None, link: str | None) -> Document:
-    """The post as a destination writes it (git's file and front matter, LinkedIn's commentary, a
-    newsletter's edition), for a job of `action`; `link` is its page on the account's blog."""
+    """The post as a destination writes it (a file with its front matter, a social post's
+    text, an edition mailed), for a job of `action`; `link` is its page on the account's blog."""
     return Document(
         post_id=post.pk,
         title=post.title,

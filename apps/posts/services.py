@@ -311,7 +311,7 @@ def locked_post_change(
 
 @transaction.atomic
 def post_delete(*, post_id: int) -> None:
-    """Delete a post. A published post of a git or LinkedIn channel is taken down from its
+    """Delete a post. A published post of a channel with a destination is taken down from its
     destination (a job that outlives the post); its publication not yet started is canceled."""
     post = locked_post(post_id)
     if post.channel.publishes_through_destination:

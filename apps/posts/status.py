@@ -112,7 +112,7 @@ DIRECT_TRANSITIONS: Final[dict[tuple[str, str], Step]] = {
     (ANY, _S.DRAFT): _set(_S.DRAFT),
     (ANY, _S.SCHEDULED): _set(_S.SCHEDULED),
 }
-# git and LinkedIn channels: publishing asks their destination (a job); the post becomes
+# Channels with a destination: publishing asks their destination (a job); the post becomes
 # `published` when the destination confirms (post_publication_confirmed). Taking a post down is
 # the editor's to decide at once; the job then removes it from the destination.
 DESTINATION_TRANSITIONS: Final[dict[tuple[str, str], Step]] = {
@@ -179,7 +179,7 @@ def _check_status(post: Post, status: str, scheduled_at: datetime | None, *, all
 
 def post_publish_now(*, post_id: int) -> Post:
     """The Settings area's "Publish now" on a draft or scheduled post: a blog post is published at
-    once, a git or LinkedIn post is handed to its destination, an `api` post to the external system."""
+    once, a post of a channel with a destination is handed to it, an `api` post to the external system."""
     post = Post.objects.select_related("channel").filter(pk=post_id).first()
     if post is None:
         raise NotFound(POST_NOT_FOUND)

@@ -111,8 +111,8 @@ class PostFieldsSerializer(StrictSerializer):
         choices=WRITABLE_STATUSES,
         required=False,
         help_text="`draft` (default on create); `scheduled` with a future `scheduled_at`; `published`: publish now, "
-        "as Publish now in the Settings area (a blog post is published at once; a git, LinkedIn or newsletter post "
-        "is handed to its destination and shows `published` once it confirms). On `api` channels only `draft` and "
+        "as Publish now in the Settings area (a blog post is published at once; a post of a channel with a "
+        "destination is handed to it and shows `published` once it confirms). On `api` channels only `draft` and "
         "`scheduled` (422 `invalid_status`): the content plan and the publish endpoint do the rest.",
     )
     scheduled_at = serializers.DateTimeField(

@@ -76,7 +76,7 @@ class PublicationJobAdmin(ObjectButtonsAdmin):
 
     @admin.display(description="reference")
     def reference_shown(self, job: PublicationJob) -> str:
-        """The reference in its destination's words: a commit, a LinkedIn post, an edition."""
+        """The reference in its destination's words: a commit, a social post, an edition."""
         return format_html("{} {}", reference_kind(job), reference_link(job)) if job.reference else "—"
 
     @admin.display(description="post")

@@ -43,8 +43,8 @@ class PublicationJob(models.Model):
     # self's jobs at once instead of waiting for their leases to run out.
     locked_by = models.CharField(max_length=200, blank=True, default="", db_default="", editable=False)
     last_error = models.TextField(blank=True)
-    # What the destination names the result by (for git: the commit id), where it lives in the
-    # destination (for git: the file's path) and, where the channel has one, its web address.
+    # What the destination names the result by (a commit id), where it lives in the
+    # destination (a file's path) and, where the channel has one, its web address.
     reference = models.CharField(max_length=200, blank=True)
     path = models.CharField(max_length=500, blank=True)
     url = models.URLField(max_length=2000, blank=True)

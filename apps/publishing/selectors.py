@@ -43,8 +43,8 @@ def publication_row(job: PublicationJob) -> Publication:
 
 
 def latest_publications(post_ids: Iterable[int]) -> dict[int, Publication]:
-    """The latest job of each of the posts that have one, by post id (two queries: the jobs, and
-    the editions of newsletter posts)."""
+    """The latest job of each of the posts that have one, by post id (the jobs, and the
+    recipients of the posts destinations mail: one query per such destination)."""
     post_ids = list(post_ids)
     latest = PublicationJob.objects.filter(post_id__in=post_ids).values("post_id").annotate(last=Max("id"))
     jobs = PublicationJob.objects.filter(id__in=latest.values("last")).values_list(
@@ -68,7 +68,7 @@ def latest_publications(post_ids: Iterable[int]) -> dict[int, Publication]:
 
 
 def reference_kind(job: PublicationJob) -> str:
-    """What the job's reference names, in its destination's words (a commit, a LinkedIn post, an
+    """What the job's reference names, in its destination's words (a commit, a social post, an
     edition), whether or not the job has one yet."""
     kind = kind_for(job.channel.platform)
     return kind.reference if kind is not None else "reference"

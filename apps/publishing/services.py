@@ -3,7 +3,7 @@ outbox, as the webhooks are), carried out by workers one at a time per channel, 
 leases, retries on a schedule and a sweeper.
 
 A job is claimed with a lease (`locked_until`); a worker that dies leaves it to be claimed again
-once the lease runs out. Destinations make every action safe to repeat (git compares the file
+once the lease runs out. Destinations make every action safe to repeat (a repository destination compares the file
 with what it would write before committing), so a job whose outcome is unknown (a timeout after
 the push was sent) is simply run again: it finds its work done and confirms it.
 """

@@ -46,7 +46,7 @@ def _name_this_worker(sender=None, **kwargs) -> None:
 @worker_ready.connect
 def _release_former_self(**kwargs) -> None:
     """A worker back after a crash (SIGKILL, a lost machine) carries on at once with the jobs its
-    dead former self held, rather than after their leases (about 70 s): a newsletter's send resumes
+    dead former self held, rather than after their leases (about 70 s): an edition's send resumes
     within a minute. The sweep hands their channels over now, not at beat's next round."""
     try:
         if workers.jobs_release_former(identity=workers.worker_identity()):

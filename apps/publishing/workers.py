@@ -47,7 +47,7 @@ def _former_self(holder: str, *, pid: str) -> bool:
 def jobs_release_former(*, identity: str) -> int:
     """Release the jobs a dead former incarnation of this worker (the same node name) was running:
     queued again and due at once, instead of held until their leases run out (2x PUBLISH_TIMEOUT +
-    10 s, more than a newsletter's "resumes within a minute" allows). A crashed worker that comes
+    10 s, more than an edition's "resumes within a minute" allows). A crashed worker that comes
     back is the usual way such jobs are found. Node names are unique among running workers; a
     holder whose process still runs on this host (two workers started with the same name) keeps
     its jobs all the same. Returns how many were released."""

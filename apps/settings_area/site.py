@@ -22,7 +22,8 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from apps.channels.models import Channel, Platform
 from apps.core import step_up
-from apps.core.admin import AccountScopedAdmin
+from apps.core.admin import page_state
+from apps.core.admin_scoping import AccountScopedAdmin
 from apps.core.scoping import account_path
 from apps.settings_area import views
 from apps.users.models import AREA_ROLES, OPERATOR, LoginMethod, Role, default_permissions_for
@@ -76,7 +77,8 @@ class ServiceAdminSite(admin.AdminSite):
     def _members_site_url(request, account_id: int) -> str | None:
         """The public address of the account's first blog channel (by id) that has one, or None
         (no link). Read once per request, however many times a page builds its context."""
-        if not hasattr(request, "_admin_site_url"):
+        state = page_state(request)
+        if not state.site_url_known:
             blog = (
                 Channel.objects.filter(account_id=account_id, platform=Platform.BLOG)
                 .filter(Q(handle__isnull=False) | Q(domain__isnull=False))
@@ -84,8 +86,8 @@ class ServiceAdminSite(admin.AdminSite):
                 .only("platform", "handle", "domain")
                 .first()
             )
-            request._admin_site_url = blog.public_url() if blog is not None else None
-        return request._admin_site_url
+            state.site_url, state.site_url_known = (blog.public_url() if blog is not None else None), True
+        return state.site_url
 
     @staticmethod
     def _header(user, area) -> str:
@@ -162,8 +164,8 @@ def _deletion_page(view, request) -> bool:
 
 def _deletes_guarded_rows(model_admin) -> bool:
     """Whether deleting the model admin's rows takes rows of a model whose every page is behind the
-    step-up (StepUp.EVERY_PAGE): Django's delete page names each row it takes (a newsletter
-    channel's readers, by address), so it asks for the password as those rows' own pages do."""
+    step-up (StepUp.EVERY_PAGE): Django's delete page names each row it takes (the people
+    a channel mails, by address), so it asks for the password as those rows' own pages do."""
     site = model_admin.admin_site
     return any(
         site.is_registered(model) and getattr(site.get_model_admin(model), "step_up", None) is step_up.StepUp.EVERY_PAGE

@@ -9,7 +9,14 @@ from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 
 from apps.accounts.models import ALL_SCOPES
-from apps.core.admin import DomainErrorsAsMessages, SettingsModelAdmin, also_read_only, page_url, run_on_selected
+from apps.core.admin import (
+    DomainErrorsAsMessages,
+    SettingsModelAdmin,
+    also_read_only,
+    page_state,
+    page_url,
+    run_on_selected,
+)
 from apps.core.step_up import StepUp
 from apps.users.credentials import api_key_create, api_key_revoke
 from apps.users.models import ApiKey, Permission, SsoToken, SsoTokenState, Status, User
@@ -236,9 +243,8 @@ class ApiKeyAdmin(SettingsModelAdmin):
         obj.pk, obj._state.adding = created.pk, False
         for field in ("prefix", "key_hash", "scopes", "expires_at", "created_at"):
             setattr(obj, field, getattr(created, field))
-        # For response_add to show, on this request's copy of the object only: never stored,
-        # never put in a message (messages travel in a cookie).
-        obj._raw_key = raw
+        # For response_add to show, on this request's answer only.
+        page_state(request).shown_once = raw
 
     def response_add(self, request, obj, post_url_continue=None):
         """The key, once, on the answer to the POST that created it, whichever save button was
@@ -250,7 +256,7 @@ class ApiKeyAdmin(SettingsModelAdmin):
             "title": "API key created",
             "opts": self.opts,
             "api_key": obj,
-            "raw_key": ShownOnce(vars(obj).pop("_raw_key")),
+            "raw_key": ShownOnce(page_state(request).shown_once),
             "change_url": page_url(self, "change", quote(obj.pk)) if may_view(request, obj) else None,
             "changelist_url": add_preserved_filters(preserved, page_url(self, "changelist"))
             if may_view(request)

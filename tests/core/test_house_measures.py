@@ -55,7 +55,7 @@ ROOT = APPS.parent
 ACCEPTED_CYCLE_EXCEPTIONS = {
     "apps.webhooks.services -> apps.webhooks.tasks",
     "apps.publishing.services -> apps.publishing.tasks",
-    "apps.publishing.newsletter.services -> apps.publishing.newsletter.tasks",
+    "apps.publishing.*.services -> apps.publishing.*.tasks",
     "apps.*.api -> apps.api.*",
     "apps.publishing.*.api -> apps.api.*",
     "apps.users.keys_api -> apps.api.*",

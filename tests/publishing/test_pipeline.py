@@ -632,7 +632,8 @@ def test_a_channel_whose_destination_is_not_installed_fails_its_due_posts_for_go
     job = job_of(post)
     assert (job.state, job.attempts) == ("failed", 1)
     assert (
-        job.last_error == "LinkedIn channels cannot publish on this server yet: no LinkedIn destination is installed."
+        job.last_error == "linkedin channels cannot publish on this server yet: no linkedin destination is installed "
+        "(its package is not in INSTALLED_APPS)."
     )
 
 

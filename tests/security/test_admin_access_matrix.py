@@ -464,7 +464,7 @@ def test_the_site_refuses_a_model_admin_of_account_data_that_is_not_scoped():
 
 
 def test_every_registered_model_admin_is_scoped():
-    from apps.core.admin import AccountScopedAdmin
+    from apps.core.admin_scoping import AccountScopedAdmin
 
     unscoped = [
         model._meta.label

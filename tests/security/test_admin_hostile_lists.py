@@ -14,7 +14,7 @@ from django.db import transaction
 from django.http import QueryDict
 from django.test import RequestFactory
 
-from apps.core.admin import LIST_VALUE_MAX_CHARS
+from apps.core.admin_scoping import LIST_VALUE_MAX_CHARS
 from apps.posts.models import Post
 from apps.webhooks import services as webhook_services
 from tests.conftest import admin_session

@@ -29,8 +29,8 @@ from apps.core.admin import (
     SetupLink,
     add_input_error,
     page_url,
-    scoped,
 )
+from apps.core.admin_scoping import scoped
 from apps.core.destinations import Document, PublishError
 from apps.core.errors import DomainError, InvalidInput
 from apps.core.step_up import StepUp

@@ -340,19 +340,14 @@ class EditionAdmin(EditionPages, SettingsModelAdmin):
     def uncertain_addresses(self, obj: Edition) -> str:
         return self._addresses(obj, DeliveryState.UNCERTAIN, obj.uncertain)
 
-    @staticmethod
-    def _shown(obj: Edition) -> message.Rendered:
-        if not hasattr(obj, "_shown"):
-            obj._shown = message.preview(edition=obj)
-        return obj._shown
-
+    # Each part renders the edition again (the page shows one edition): no state kept between fields.
     @admin.display(description="HTML part")
     def preview(self, obj: Edition) -> str:
-        return preview_frame(self._shown(obj))
+        return preview_frame(message.preview(edition=obj))
 
     @admin.display(description="text part")
     def text_part(self, obj: Edition) -> str:
-        return format_html('<pre style="white-space:pre-wrap">{}</pre>', self._shown(obj).text)
+        return format_html('<pre style="white-space:pre-wrap">{}</pre>', message.preview(edition=obj).text)
 
 
 def post_preview(document: Document) -> str:

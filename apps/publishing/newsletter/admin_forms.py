@@ -4,7 +4,7 @@ from django import forms
 from django.contrib import admin
 
 from apps.channels.models import Channel
-from apps.core.admin import scoped
+from apps.core.admin_scoping import scoped
 from apps.core.errors import InvalidInput
 from apps.publishing.newsletter import services
 from apps.publishing.newsletter.models import PLATFORM, Newsletter, Subscriber

@@ -20,7 +20,8 @@ from django.utils.html import format_html
 
 from apps.channels.models import Channel
 from apps.core import step_up
-from apps.core.admin import add_input_error, page_url, scoped
+from apps.core.admin import add_input_error, page_url
+from apps.core.admin_scoping import scoped
 from apps.core.destinations import Document, subject
 from apps.core.errors import DomainError, InvalidInput
 from apps.publishing.newsletter import editions, message, services

@@ -15,7 +15,7 @@ class Command(JsonCommand):
         return {"moved": result.moved, **asdict(result)}
 
     def as_text(self, result: ContentPlanResult) -> str:
-        # Posts of git and LinkedIn channels stay scheduled until their destination confirms.
+        # Posts of channels with a destination stay scheduled until their destination confirms.
         handed_over = f", {result.handed_over} handed to their destination" if result.handed_over else ""
         return (
             f"Moved {result.moved} post(s): {result.publishing_pending} to publishing_pending, "
