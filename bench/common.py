@@ -34,7 +34,7 @@ QUEUE = "cps-bench"
 # BENCH_WEB_PORT: another port for the web server of the API and blog parts, so that a second run on
 # the same machine (a smoke run beside a test suite's servers) does not meet the first.
 WEB_PORT, RECEIVER_PORT = int(os.environ.get("BENCH_WEB_PORT", "8401")), 8402
-# The web server of the API benchmark: the Procfile's web process (granian serving config/asgi.py)
+# The web server of the API benchmark: the Procfile's web process (granian serving config/server/)
 # with its default processes and threads, 3 x 2 (config/settings.py; the API part checks they still
 # are, bench/api.py shipped_defaults); the API part's sweep measures the others beside it.
 WEB_CONCURRENCY = os.environ.get("BENCH_WEB_CONCURRENCY", "3")

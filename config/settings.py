@@ -736,7 +736,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = env.str("BEAT_SCHEDULE_FILE", default=str(VAR_DI
 Path(CELERY_BEAT_SCHEDULE_FILENAME).parent.mkdir(parents=True, exist_ok=True)
 
 
-# --- The web process (config/web.py: granian serving config/asgi.py) ---
+# --- The web process (config/web.py: granian serving config/server/) ---
 def _bind() -> tuple[str, int]:
     """BIND as `address:port` (an IP address; IPv6 in brackets), by default 127.0.0.1:$PORT."""
     port = env.str("PORT", default="8000").strip()

@@ -395,7 +395,7 @@ def free_port_in(ports: range) -> int:
 
 
 class WebProcess:
-    """The Procfile's web process (`python -m config.web`: granian serving config/asgi.py) on the test
+    """The Procfile's web process (`python -m config.web`: granian serving config/server/) on the test
     database, on a free port in 8500-8599, in its own process group."""
 
     def __init__(self, env: dict) -> None:

@@ -68,7 +68,7 @@ from apps.posts.serializers import TagSerializer, own_columns
 from apps.users.api import UserCreateSerializer
 from apps.users.models import ApiKey, User
 from apps.webhooks.models import Delivery, Event
-from config import web
+from config.server import process
 from config.storage import StaticFilesStorage
 from tests.conftest import admin_session, requires_postgres
 from tests.factories import ApiKeyFactory, ChannelFactory, OperatorFactory
@@ -494,24 +494,26 @@ def test_kombu_takes_a_connections_missing_host_from_the_transports_default_conn
     assert "No hostname was supplied" in caplog.text, redo(where, "kombu's own warning is gone: the override may go")
 
 
-# --- granian: config/web.py ----------------------------------------------------------------------------
+# --- granian: config/server/process.py -------------------------------------------------------------------
 
 
 def test_granian_warns_of_more_workers_than_cores_in_the_words_the_web_process_filters():
     source = inspect.getsource(granian.server.common)
-    assert f"'{web.MORE_WORKERS_THAN_CORES}" in source, redo(
-        "config/web.py (MORE_WORKERS_THAN_CORES, WorkersAsMeasured)", "granian words its warning otherwise"
+    assert f"'{process.MORE_WORKERS_THAN_CORES}" in source, redo(
+        "config/server/process.py (MORE_WORKERS_THAN_CORES, WorkersAsMeasured)", "granian words its warning otherwise"
     )
 
 
 def test_granian_merges_the_web_processs_logging_over_its_own_at_the_top_level(monkeypatch):
     captured: dict = {}
     monkeypatch.setattr(granian.log.logging.config, "dictConfig", captured.update)
-    granian.log.configure_logging(granian.log.LogLevels.info, web.logging_config(3))
-    where = "config/web.py (LOGGING, logging_config)"
-    assert captured["formatters"] == web.LOGGING["formatters"], redo(where, "granian merges log_dictconfig otherwise")
-    assert {handler["formatter"] for handler in captured["handlers"].values()} == set(web.LOGGING["formatters"]), redo(
-        where, "granian's handlers name formatters that LOGGING does not replace"
+    granian.log.configure_logging(granian.log.LogLevels.info, process.logging_config(3))
+    where = "config/server/process.py (LOGGING, logging_config)"
+    assert captured["formatters"] == process.LOGGING["formatters"], redo(
+        where, "granian merges log_dictconfig otherwise"
+    )
+    assert {handler["formatter"] for handler in captured["handlers"].values()} == set(process.LOGGING["formatters"]), (
+        redo(where, "granian's handlers name formatters that LOGGING does not replace")
     )
     assert {"_granian", "granian.access"} <= set(captured["loggers"])
     assert captured["loggers"]["_granian"]["handlers"] == ["console"], redo(where, "the workers filter is not on")

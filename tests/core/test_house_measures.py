@@ -1,6 +1,7 @@
 """The measures the house keeps (issue 40): a module of apps/ a newcomer can read at one sitting,
 and no function too tangled to follow (radon's cyclomatic complexity, at most 15: grade C's middle)."""
 
+import ast
 import configparser
 import re
 from pathlib import Path
@@ -98,3 +99,25 @@ def test_every_hand_formatted_statement_says_why_on_the_line_above():
                 if not above.startswith("#") or "fmt:" in above:
                     unexplained.append(f"{path.relative_to(ROOT)}:{number + 1}")
     assert unexplained == []
+
+
+# --- the web server glue (issue 54): a package split by what each part does, each module short enough
+# to read at once and saying on its first lines why it exists (which library lacks what).
+
+SERVER = ROOT / "config" / "server"
+MAX_SERVER_LINES = 150
+
+
+def test_every_module_of_the_web_server_package_is_under_150_lines():
+    lengths = {path.name: len(path.read_text().splitlines()) for path in sorted(SERVER.glob("*.py"))}
+    assert {"limits.py", "environ.py", "streaming.py", "asgi.py"} <= set(lengths)
+    assert {name: n for name, n in lengths.items() if n >= MAX_SERVER_LINES} == {}
+
+
+def test_every_module_of_the_web_server_package_says_why_it_exists():
+    undocumented = [
+        path.name
+        for path in sorted(SERVER.glob("*.py"))
+        if "Why it exists" not in (ast.get_docstring(ast.parse(path.read_text())) or "")
+    ]
+    assert undocumented == []

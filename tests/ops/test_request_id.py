@@ -170,7 +170,7 @@ def test_the_workers_log_lines_of_the_task_carry_the_id_of_the_request(client, s
 
 
 def test_the_web_server_writes_no_access_log_of_its_own_unless_asked(settings):
-    from config.web import server_options
+    from config.server.process import server_options
 
     settings.WEB_ACCESS_LOG = False
     assert server_options(settings)["log_access"] is False

@@ -1,6 +1,6 @@
 """Requests the web server refuses itself, before the application sees them (a request line or header
 fields over their limits, an expectation it does not meet, a request that is not HTTP), never quote
-the refused input: config/asgi.py answers the JSON error envelope with the headers of the
+the refused input: config/server/limits.py answers the JSON error envelope with the headers of the
 application's data responses; what granian refuses before it (more than 100 header fields, a head
 over 64 KiB, what is not HTTP) gets the status alone, with an empty body."""
 
@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 
 from apps.api.errors import STATUS_CODES
-from config import asgi
+from config.server import limits
 from tests.conftest import wait_until
 
 SECRET = "token=secret123"
@@ -150,33 +150,37 @@ def test_a_request_within_the_limits_is_still_answered_by_the_application(web):
 
 
 def test_every_status_the_server_answers_itself_has_a_code_and_a_fixed_message():
-    assert set(asgi.REFUSAL_CODES) == set(asgi.REFUSAL_MESSAGES) >= {400, 408, 414, 417, 431, 500}
-    for status in asgi.REFUSAL_CODES:
-        [start, body] = asgi.refusal_messages(status)
+    assert set(limits.REFUSAL_CODES) == set(limits.REFUSAL_MESSAGES) >= {400, 408, 414, 417, 431, 500}
+    for status in limits.REFUSAL_CODES:
+        [start, body] = limits.refusal_messages(status)
         assert start["status"] == status
         assert json.loads(body["body"]) == {
-            "error": {"code": asgi.REFUSAL_CODES[status], "message": asgi.REFUSAL_MESSAGES[status]}
+            "error": {"code": limits.REFUSAL_CODES[status], "message": limits.REFUSAL_MESSAGES[status]}
         }
 
 
 def test_codes_shared_with_the_application_are_the_applications_codes():
-    shared = set(asgi.REFUSAL_CODES) & set(STATUS_CODES)
+    shared = set(limits.REFUSAL_CODES) & set(STATUS_CODES)
     assert shared >= {400, 500}
-    assert {status: asgi.REFUSAL_CODES[status] for status in shared} == {
+    assert {status: limits.REFUSAL_CODES[status] for status in shared} == {
         status: STATUS_CODES[status] for status in shared
     }
 
 
 def test_the_limits_are_gunicorns_and_the_messages_name_them():
     """The limits this service answered with before granian, unchanged."""
-    assert (asgi.LIMIT_REQUEST_LINE, asgi.LIMIT_REQUEST_FIELDS, asgi.LIMIT_REQUEST_FIELD_SIZE) == (4094, 100, 8190)
-    assert asgi.REFUSAL_MESSAGES[414] == "The request line is longer than 4094 bytes."
-    assert asgi.REFUSAL_MESSAGES[431] == (
+    assert (limits.LIMIT_REQUEST_LINE, limits.LIMIT_REQUEST_FIELDS, limits.LIMIT_REQUEST_FIELD_SIZE) == (
+        4094,
+        100,
+        8190,
+    )
+    assert limits.REFUSAL_MESSAGES[414] == "The request line is longer than 4094 bytes."
+    assert limits.REFUSAL_MESSAGES[431] == (
         "The request has more than 100 header fields, or a header field longer than 8190 bytes."
     )
 
 
 def test_an_unexpected_status_still_answers_the_envelope():
-    [start, body] = asgi.refusal_messages(502)
+    [start, body] = limits.refusal_messages(502)
     assert start["status"] == 502
-    assert json.loads(body["body"]) == {"error": {"code": "internal_error", "message": asgi.REFUSAL_MESSAGES[500]}}
+    assert json.loads(body["body"]) == {"error": {"code": "internal_error", "message": limits.REFUSAL_MESSAGES[500]}}

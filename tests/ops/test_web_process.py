@@ -15,8 +15,8 @@ import pytest
 import requests
 from django.conf import settings
 
-from config.asgi import build_environ
-from config.web import LOGGING, MORE_WORKERS_THAN_CORES, WorkersAsMeasured, server_options
+from config.server.environ import build_environ
+from config.server.process import LOGGING, MORE_WORKERS_THAN_CORES, WorkersAsMeasured, server_options
 from tests.conftest import settings_loaded
 from tests.factories import ApiKeyFactory
 
@@ -149,7 +149,7 @@ def test_granians_options_are_the_settings():
     assert (options["workers_max_rss"], options["rss_sample_interval"]) == (512, 20)
     assert options["workers_kill_timeout"] == 25
     assert options["log_access"] is False
-    assert options["target"] == "config.asgi:application"
+    assert options["target"] == "config.server.asgi:application"
 
 
 def test_granians_access_log_escapes_control_characters_of_the_path():
@@ -274,7 +274,7 @@ def test_the_scheme_comes_from_a_trusted_proxys_headers_only(client, headers, sc
 def test_an_answer_larger_than_the_streaming_threshold_reaches_the_client_whole(start_web, client):
     """Answers past STREAM_AFTER_BYTES are sent in parts from the application's thread (the schema,
     about 400 kB, is one): through granian, as users get them."""
-    from config.asgi import STREAM_AFTER_BYTES
+    from config.server.streaming import STREAM_AFTER_BYTES
 
     expected = client.get("/v1/openapi.json").content
     assert len(expected) > STREAM_AFTER_BYTES

@@ -225,7 +225,7 @@ def test_webhook_secrets_never_appear_in_logs_or_api_responses(
 def test_the_web_servers_access_log_writes_neither_query_strings_nor_authorization(caplog):
     from granian.log import log_request_builder
 
-    from config.web import server_options
+    from config.server.process import server_options
 
     log_request = log_request_builder(server_options(settings)["log_access_format"])
     request = {

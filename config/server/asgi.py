@@ -1,0 +1,68 @@
+"""The ASGI application granian serves (`config.server.asgi:application`): the Django application of
+config/wsgi.py, handed only whole requests.
+
+Why it exists: Django's own ASGI handler runs each request on a new thread, so with a new database
+connection, and granian's WSGI interface gives a slow body a thread (see streaming.py). Here
+granian reads and writes the sockets in Rust, this reads each body in the event loop, and the
+application runs on a pool of WEB_THREADS threads made in each worker process, each keeping its
+database connection (CONN_MAX_AGE). A body dripped a byte at a time waits in the event loop, never
+on a thread. Reading every body also keeps the connection usable for the client's next request when
+the application answered without looking at the body (a 401, a 404).
+"""
+
+import asyncio
+import io
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+
+from config.server.environ import build_environ
+from config.server.limits import Refused, check_head, refusal_messages
+from config.server.streaming import read_body, run_application
+from config.wsgi import application as django_application
+
+log = logging.getLogger("cps.web")
+
+
+class Server:
+    """The ASGI application granian calls (one instance per worker process after the fork)."""
+
+    def __init__(self, wsgi_application) -> None:
+        self.wsgi = wsgi_application
+        self.threads = settings.WEB_THREADS
+        self.body_timeout = settings.WEB_BODY_TIMEOUT
+        self.max_body = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        self.networks = settings.FORWARDED_ALLOW_IPS
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        # Made on the first request, in the worker: threads do not survive the fork of a preloaded
+        # master.
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="web")
+        return self._executor
+
+    async def __call__(self, scope: dict, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        try:
+            check_head(scope)
+            environ = build_environ(scope, self.networks)
+            body, close = await read_body(environ, receive, max_body=self.max_body, timeout=self.body_timeout)
+        except Refused as refusal:
+            log.warning("Refused a request from ip=%s: %s", (scope.get("client") or ("-",))[0], refusal.status)
+            for message in refusal_messages(refusal.status):
+                await send(message)
+            return
+        if body is None:  # the client went away
+            return
+        environ["wsgi.input"] = io.BytesIO(body)
+        loop = asyncio.get_running_loop()
+        messages = await loop.run_in_executor(self.executor, run_application, self.wsgi, environ, close, loop, send)
+        for message in messages:
+            await send(message)
+
+
+application = Server(django_application)
