@@ -1,4 +1,3 @@
-from anymail.urls import urlpatterns as anymail_urlpatterns
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
@@ -6,11 +5,13 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSpli
 
 from apps.api import health
 from apps.api.views import UnknownPathView
+from apps.core.destinations import kinds
 
 v1 = [
     path("", include("apps.channels.urls")),
     path("", include("apps.posts.urls")),
-    path("", include("apps.publishing.newsletter.urls")),
+    # Each destination kind's own endpoints (the registry, apps/core/destinations.py).
+    *(path("", include(kind.api_urls)) for kind in kinds() if kind.api_urls),
     path("", include("apps.users.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     # The split view serves its start-up script as a file, so the page needs no inline script (CSP).
@@ -26,14 +27,11 @@ urlpatterns = [
     path("", include("apps.users.web_urls")),
     # The blog channels' public site (and the Settings area's previews).
     path("", include("apps.blog.urls")),
+    # Each destination kind's addresses at the root, after the blog's so that none hides a page of
+    # it: the pages its e-mails link to, its providers' webhooks.
+    *(path("", include(kind.urls)) for kind in kinds() if kind.urls),
     re_path(r"^v\d+/", UnknownPathView.as_view()),
 ]
-
-# E-mail providers' reports of bounces and complaints (apps/publishing/newsletter/tracking.py), where
-# they check who calls (config/settings.py). Anymail's inbound-mail views are left out: nothing takes mail in.
-if settings.NEWSLETTER_TRACKING_WEBHOOKS:
-    tracking_webhooks = [pattern for pattern in anymail_urlpatterns if pattern.name.endswith("tracking_webhook")]
-    urlpatterns.append(path("newsletter/anymail/", include((tracking_webhooks, "anymail"))))
 
 handler400 = "apps.api.errors.bad_request"
 handler403 = "apps.api.errors.permission_denied"

@@ -1,9 +1,26 @@
 """What every page of a blog shows: its channel (found by handle or by domain, from the shared
 cache), the page in the channel's look with its Content-Security-Policy, and the list of its posts
-(the index and a tag's page; a newsletter's index with its subscribe form)."""
+(the index and a tag's page, with what the channel's destination kind adds to its index).
+
+A destination kind whose channels have a public site (`DestinationKind.site` in the registry,
+apps/core/destinations.py) names the module of what it adds to it (`kind_pages`). The blog asks
+that module, by name, for each of these, all optional:
+
+- `POSTS`: what the index's description calls the channel's posts (default "posts").
+- `NOTHING_YET`: what an index with no post says (default "Nothing published yet.").
+- `ROBOTS_DISALLOW`: paths of the service's host that robots.txt asks crawlers to keep out of.
+- `index_part(channel) -> IndexPart`: what the index shows above its posts (not a tag's page).
+- `index_post(request, channel) -> HttpResponse`: the answer to a POST on the index (405 without).
+
+The kind's own pages elsewhere (what its e-mails link to) use `page_in_look` and `private` from
+here, routed by its own URL module (`DestinationKind.urls`, included by config/urls.py).
+"""
 
 import base64
 import hashlib
+from dataclasses import dataclass, field
+from importlib import import_module
+from types import ModuleType
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -11,9 +28,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from apps.blog.forms import SubscribeForm
 from apps.channels.models import Channel, site_platforms
 from apps.core.coherence import Columns, Entries
+from apps.core.destinations import kind_for
 from apps.core.prepared import PreparedLookup
 from apps.posts import selectors
 from apps.posts.serializers import excerpt
@@ -141,10 +158,29 @@ def cursors(request) -> tuple[selectors.PageCursor | None, selectors.PageCursor 
     return before, None if before else selectors.PageCursor.parse(request.GET.get("after"))
 
 
+@dataclass(frozen=True)
+class IndexPart:
+    """What a kind shows on its channels' index above the posts: a template the index includes, with
+    the names its context adds to the page's."""
+
+    template: str
+    context: dict = field(default_factory=dict)
+    # The part has a form that posts to the index itself (the page's policy lets it).
+    form: bool = False
+
+
+def kind_pages(platform: str) -> ModuleType | None:
+    """The module of what the platform's destination kind adds to the public site (see above);
+    None for a platform without one (a blog)."""
+    kind = kind_for(platform)
+    return import_module(kind.site) if kind is not None and kind.site else None
+
+
 def listing(
-    request, channel: Channel, *, tag: str | None, before, after, form: SubscribeForm | None = None, status: int = 200
+    request, channel: Channel, *, tag: str | None, before, after, part: IndexPart | None = None, status: int = 200
 ) -> HttpResponse:
-    """A page of the channel's posts (a newsletter's: its sent editions, under the subscribe form)."""
+    """A page of the channel's posts; the index has its kind's part above them (`part`: one to show
+    instead, such as a form sent back with its errors)."""
     page = selectors.published_page(
         channel_id=channel.pk, size=settings.BLOG_PAGE_SIZE, before=before, after=after, tag=tag
     )
@@ -154,18 +190,22 @@ def listing(
         post.url = channel.post_url(post.slug)
         post.excerpt = excerpt(post, limit=EXCERPT_LENGTH)
         post.tag_links = [(name, channel.public_url("blog:tag", tag=name)) for name in post.tag_names]
-    newsletter_index = channel.platform == "newsletter" and tag is None
-    latest = "editions" if channel.platform == "newsletter" else "posts"
+    added = kind_pages(channel.platform)
+    if part is None and tag is None and hasattr(added, "index_part"):
+        part = added.index_part(channel)
     base = channel.public_url("blog:tag", tag=tag) if tag is not None else channel.public_url()
     context = {
+        **(part.context if part else {}),
         "posts": page.posts,
         "tag": tag,
-        "subscribe_form": (form or SubscribeForm()) if newsletter_index else None,
+        "index_part": part,
+        "nothing_yet": getattr(added, "NOTHING_YET", "Nothing published yet."),
         "title": f"Posts tagged “{tag}”" if tag is not None else channel.title,
-        "description": channel.description or f"The latest {latest} of {channel.title}.",
+        "description": channel.description or f"The latest {getattr(added, 'POSTS', 'posts')} of {channel.title}.",
         **_paging_links(base, page, before, after),
     }
-    return page_in_look(request, channel, "blog/index.html", context, status=status, form=newsletter_index)
+    form = part is not None and part.form
+    return page_in_look(request, channel, "blog/index.html", context, status=status, form=form)
 
 
 def _paging_links(base: str, page, before, after) -> dict:

@@ -1,18 +1,18 @@
-"""The public site on the service's host: each blog and newsletter under /blog/<handle>/, the
-previews of the Settings area, robots.txt and favicon.ico, and the pages the links of newsletters' e-mails open
-(on this host only, whatever the newsletter's domain). A channel's own domain has its pages at its
-root (domain_urls.py)."""
+"""The public site on the service's host: each channel that has one (a blog, or a destination kind
+with a `site`) under /blog/<handle>/, the previews of the Settings area, robots.txt and favicon.ico.
+A channel's own domain has its pages at its root (domain_urls.py). A kind's other pages (what its
+e-mails link to) are routed by its own URL module (config/urls.py includes it)."""
 
 from django.urls import path
 
-from apps.blog import feeds, newsletter_pages, views
+from apps.blog import feeds, views
 
 app_name = "blog"
 
 
 def blog_pages(prefix: str) -> list:
     """A blog's pages under `prefix` ("" on its own domain), by the names Channel.public_url uses
-    (a newsletter's index takes its subscribe form's posts too)."""
+    (the index takes the posts of a form its kind shows there, apps/blog/site.py)."""
     return [
         path(f"{prefix}", views.index, name="index"),
         path(f"{prefix}feed.xml", feeds.feed, name="feed"),
@@ -29,9 +29,5 @@ urlpatterns = [
     path("blog-domains/check", views.domain_check, name="domain_check"),
     path("preview/<int:post_id>/", views.preview, name="preview"),
     path("preview/markdown-frame/", views.preview_frame, name="preview_frame"),
-    path("newsletter/confirm/<slug:token>/", newsletter_pages.newsletter_confirm, name="newsletter_confirm"),
-    path(
-        "newsletter/unsubscribe/<slug:token>/", newsletter_pages.newsletter_unsubscribe, name="newsletter_unsubscribe"
-    ),
     *blog_pages("blog/<slug:handle>/"),
 ]

@@ -1,22 +1,21 @@
-"""The public site of blog and newsletter channels: the index, a page per post and per tag, the
+"""The public site of the channels that have one: the index, a page per post and per tag, the
 preview of an unpublished post for the account's members, and robots.txt. The feed and the sitemap
-are in feeds.py; the channel, the page's look and the list of posts, in site.py; the newsletters'
-e-mail links, in newsletter_pages.py. Addresses: /blog/<handle>/… on the service's
-host (urls.py), or the same pages at the root of a channel's own domain (domain_urls.py); the views
-take the channel from either.
+are in feeds.py; the channel, the page's look, the list of posts and what a destination kind adds
+to its channels' pages, in site.py. Addresses: /blog/<handle>/… on the service's host (urls.py), or
+the same pages at the root of a channel's own domain (domain_urls.py); the views take the channel
+from either.
 
 Readers see `published` posts only: a draft, scheduled or pending post, another channel's post and
 an unknown slug all get the same 404 page. Pages render from the stored Markdown (apps.core.markdown)
 whatever wrote it, and are cached under the channel's version (pages.py).
 
-A newsletter's index is the archive of its sent editions (its published posts) with a subscribe
-form; the links of its e-mails (confirm, unsubscribe) open pages on the service's host.
+A kind may show a form on its channels' index (site.IndexPart) and answer its posts (`index_post`):
+the index takes them, and is a 405 to a post for any other channel.
 """
 
 import json
 from functools import cache
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
@@ -27,26 +26,23 @@ from django.utils.cache import patch_cache_control
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
-from apps.api import ratelimit
 from apps.blog import pages
-from apps.blog.forms import SubscribeForm
 from apps.blog.site import (
     PREVIEW_FRAME_POLICY,
     blog_of_domain,
     channel_of,
     cursors,
+    kind_pages,
     listing,
     not_found_page,
     page_in_look,
-    private,
 )
 from apps.channels.models import Channel, Platform, normalize_domain, site_platforms
-from apps.core.errors import InvalidInput
+from apps.core.destinations import kinds
 from apps.core.markdown import render_markdown
 from apps.posts import selectors
 from apps.posts.models import Post, shown_at
 from apps.posts.serializers import description as post_description
-from apps.publishing.newsletter import services as newsletter
 
 # Where urls.py, feeds.py and the middleware find them.
 
@@ -76,17 +72,16 @@ def _list_page(request, channel: Channel, tag: str | None) -> HttpResponse:
     )
 
 
-# No CSRF token on the subscribe form: the index is one cached page for every reader (pages.py), and
-# a token is per visitor. The form changes nobody's account (no session, nothing signed in): what a
-# forged post could do is what a bot can do directly, which the honeypot, the per-address budget and
-# the service's one confirmation e-mail per interval hold back. Browsers' posts from another site's
-# page are refused all the same (_cross_site), so no site can make its visitors subscribe people.
+# No CSRF token on a form of the index: the index is one cached page for every reader (pages.py), and
+# a token is per visitor. The kind that shows a form there answers its posts (`index_post`, which
+# says why it needs none).
 @csrf_exempt
 @require_http_methods(["GET", "HEAD", "POST"])
 def index(request, handle: str | None = None) -> HttpResponse:
     channel = channel_of(request, handle)
     if request.method == "POST":
-        return subscribe(request, channel)
+        answer = getattr(kind_pages(channel.platform), "index_post", None)
+        return HttpResponseNotAllowed(["GET", "HEAD"]) if answer is None else answer(request, channel)
     return _list_page(request, channel, None)
 
 
@@ -181,8 +176,15 @@ def domain_check(request) -> HttpResponse:
 
 @require_safe
 def home(request) -> HttpResponse:
-    """The service's own front page: where to sign in, where the API is documented."""
-    return pages.public_cache_control(render(request, "blog/home.html"))
+    """The service's own front page: what it publishes to (blogs, and each destination kind by its
+    label), where to sign in, where the API is documented."""
+    publishes_to = ", ".join(["blogs", *(kind.label for kind in kinds() if kind.label)])
+    return pages.public_cache_control(render(request, "blog/home.html", {"publishes_to": publishes_to}))
+
+
+def _kinds_disallowed() -> list[str]:
+    """The paths of the service's host the destination kinds' pages ask crawlers to keep out of."""
+    return [path for kind in kinds() if kind.site for path in getattr(kind_pages(kind.platform), "ROBOTS_DISALLOW", ())]
 
 
 @require_safe
@@ -198,7 +200,7 @@ def robots(request) -> HttpResponse:
             f"Disallow: /{settings.ADMIN_URL}",
             "Disallow: /v1/",
             "Disallow: /preview/",
-            "Disallow: /newsletter/",
+            *(f"Disallow: {path}" for path in _kinds_disallowed()),
             "Allow: /blog/",
             "",
         ]
@@ -240,57 +242,3 @@ def favicon(request) -> HttpResponse:
     response = HttpResponse(_icon(), content_type="image/svg+xml")
     patch_cache_control(response, public=True, max_age=ICON_MAX_AGE)
     return response
-
-
-# --- Newsletters: the subscribe form's post on the index ---
-
-
-def _cross_site(request) -> bool:
-    """A browser's post made by another site's page (its Fetch metadata or its Origin say so)."""
-    if request.headers.get("Sec-Fetch-Site") == "cross-site":
-        return True
-    origin = request.headers.get("Origin")
-    return origin is not None and urlsplit(origin).netloc != request.get_host()
-
-
-def _subscribe_budget(request) -> ratelimit.Budget:
-    """Count one subscription of the client's address against NEWSLETTER_SUBSCRIBE_RATE."""
-    limit, period = settings.NEWSLETTER_SUBSCRIBE_RATE
-    now = ratelimit.clock()
-    reset = ratelimit.window_end(now, period)
-    used = ratelimit.store.hit(f"newsletter-subscribe:{ratelimit.client_address(request)}", reset, now)
-    return ratelimit.Budget(limit=limit, used=used, reset=reset)
-
-
-def _notice(request, channel: Channel, title: str, message: str, *, status: int) -> HttpResponse:
-    context = {"title": title, "description": message, "message": message, "noindex": True}
-    return private(page_in_look(request, channel, "blog/notice.html", context, status=status))
-
-
-def subscribe(request, channel: Channel) -> HttpResponse:
-    """The subscribe form's post. Whatever the address's state (new, waiting for its confirmation,
-    subscribed, unsubscribed, bounced, complained), and for a bot that filled in the honeypot, the
-    answer is the same page: it tells nobody who subscribes. What is mailed is the service's choice."""
-    if channel.platform != "newsletter":
-        return HttpResponseNotAllowed(["GET", "HEAD"])
-    if _cross_site(request):
-        message = f"Subscribe on the page of {channel.title} itself: this form cannot be sent from another site."
-        return _notice(request, channel, "Subscribe on the newsletter page", message, status=403)
-    budget = _subscribe_budget(request)
-    if budget.exceeded:
-        message = "Too many subscriptions were sent from your network. Please try again later."
-        response = _notice(request, channel, "Please try again later", message, status=429)
-        response["Retry-After"] = str(budget.retry_after())
-        return response
-    form = SubscribeForm(request.POST)
-    if not form.is_bot():
-        if form.is_valid():
-            try:
-                newsletter.subscribe(channel=channel, email=form.cleaned_data["email"], name=form.cleaned_data["name"])
-            except InvalidInput as error:
-                form.add_error("email", error.message)
-        if form.errors:
-            before, after = cursors(request)
-            return private(listing(request, channel, tag=None, before=before, after=after, form=form, status=400))
-    context = {"title": "Check your inbox", "description": f"Subscribing to {channel.title}.", "noindex": True}
-    return private(page_in_look(request, channel, "blog/subscribed.html", context))

@@ -42,4 +42,6 @@ KIND = DestinationKind(
             "publishing_newsletter.edition": frozenset({"view", "change"}),
         }
     },
+    api_urls="apps.publishing.newsletter.urls",
+    urls="apps.publishing.newsletter.web_urls",
 )

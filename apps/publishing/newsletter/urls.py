@@ -1,4 +1,5 @@
-"""The newsletter's /v1 endpoints (included from config/urls.py); its public pages are the blog's (apps/blog)."""
+"""The newsletter's /v1 endpoints (its `DestinationKind.api_urls`, included by config/urls.py); its public
+pages are in pages.py, routed by web_urls.py."""
 
 from django.urls import path
 

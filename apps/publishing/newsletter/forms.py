@@ -1,4 +1,4 @@
-"""The newsletter's subscribe form, as its public page shows it (blog/subscribe_form.html)."""
+"""The subscribe form of a newsletter's public page (templates/blog/subscribe_form.html)."""
 
 from django import forms
 
