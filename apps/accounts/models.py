@@ -20,7 +20,7 @@ class Scope(models.TextChoices):
     # Beyond the spec's list: the Users endpoints, whose "admin only" rules still apply on top.
     READ_USERS = "read:users"
     WRITE_USERS = "write:users"
-    # A newsletter's subscribers: their addresses are personal data, which read:posts does not reach.
+    # The people a channel mails its posts to: their addresses are personal data, which read:posts does not reach.
     READ_SUBSCRIBERS = "read:subscribers"
     WRITE_SUBSCRIBERS = "write:subscribers"
 

@@ -1,4 +1,4 @@
-"""The address guard for every outside party the service dials (webhook receivers, git remotes):
+"""The address guard for every outside party the service dials (webhook receivers, destinations' remotes):
 only globally routable unicast addresses, checked on every address a host resolves to before any
 of them is dialled, and keep-alive urllib3 pools whose connections apply the same check when they
 connect. WEBHOOK_ALLOW_PRIVATE_TARGETS turns the check off (local development and tests)."""

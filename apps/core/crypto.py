@@ -1,7 +1,7 @@
-"""Credentials stored encrypted (git tokens, deploy keys): MultiFernet over FERNET_KEYS, newest key
+"""Credentials stored encrypted (destinations' tokens and keys): MultiFernet over FERNET_KEYS, newest key
 first. A value is encrypted with the newest key and read with any, so a key is rotated by putting
 a new one in front, running `manage.py rotate_credentials`, then dropping the old one. And the
-random secrets the service only compares (API keys, SSO tokens, newsletter confirm links), stored
+random secrets the service only compares (API keys, SSO tokens, the confirm links of subscriptions), stored
 as their digest (hash_secret)."""
 
 import hashlib

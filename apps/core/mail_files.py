@@ -3,7 +3,7 @@ each message is printed, as Django's console backend does, and written to EMAIL_
 (var/mail/) as a file of its own, `<time>-<random>.eml`, which a mail client opens as the message it is.
 
 Django's file backend writes every message of a connection into one `.log` file with separators
-between them, which no mail client reads: a newsletter's edition, its confirmation e-mails and an
+between them, which no mail client reads: a post mailed to a channel's readers, a confirmation e-mail and an
 invitation would be lines in a worker's log or in such a file, hard to find and to look at.
 """
 

@@ -1,5 +1,5 @@
 """Post bodies, Markdown, as the safe HTML that readers' browsers get: the blog's pages and feed, the
-Settings area's previews, and any destination that sends HTML (a newsletter edition).
+Settings area's previews, and any destination that sends HTML (a post mailed as an e-mail).
 
 markdown-it-py renders CommonMark (with tables, strikethrough, footnotes and heading anchors), with
 raw HTML passed through; nh3 then keeps only an allow-list of tags, attributes and URL schemes. So a
@@ -138,7 +138,7 @@ def markdown_text(body: str, *, limit: int | None = None, paragraphs: bool = Fal
     """The body as plain text on one line (for a meta description or a preview), cut at a word
     before `limit` characters with an ellipsis; with `paragraphs`, its blocks stay apart (blank
     lines between paragraphs, a line per list item), for places that show text as it is written
-    (a LinkedIn post); with `links`, each link's address follows its text in brackets (an e-mail's
+    (a post on a social network); with `links`, each link's address follows its text in brackets (an e-mail's
     text part)."""
     rendered = _parser(anchors=False).render(body or "")
     if links:
@@ -162,6 +162,6 @@ def markdown_text(body: str, *, limit: int | None = None, paragraphs: bool = Fal
 
 
 def summary(teaser: str, body: str, *, limit: int | None = None, paragraphs: bool = False) -> str:
-    """What a post says before its body is read (a blog's list, a LinkedIn post, an inbox's preview
-    line): its teaser, else its body as plain text, read as `markdown_text` reads it."""
+    """What a post says before its body is read (a blog's list, a social network's post, an inbox's
+    preview line): its teaser, else its body as plain text, read as `markdown_text` reads it."""
     return (teaser or "").strip() or markdown_text(body, limit=limit, paragraphs=paragraphs)

@@ -1,4 +1,4 @@
-"""What the service's outboxes share (webhook deliveries, publication jobs, newsletter records):
+"""What the service's outboxes share (webhook deliveries, publication jobs, a destination's own records):
 rows written in the transaction of the change that calls for them, taken by a worker under a lease
 (`locked_until`), and tried again on a schedule of delays (a setting: WEBHOOK_RETRY_DELAYS,
 PUBLISH_RETRY_DELAYS)."""

@@ -2,7 +2,7 @@
 
 An SSO token is made by an API key, so whoever holds a key with `write:sso` could otherwise sign in
 as the account's admin and, in that session, make keys with every scope, read the webhook signing
-secrets or read the newsletters' readers (their addresses, which the API gives only to a key with
+secrets or read the people channels mail (their addresses, which the API gives only to a key with
 `read:subscribers`). A session that an SSO link started is therefore marked; the parts of the
 Settings area that hand out or change access, or show personal data (ModelAdmin `step_up`), stay
 closed to it until the person types their password in that session, and a confirmation lasts

@@ -311,7 +311,7 @@ class DeliveryAdmin(ObjectButtonsAdmin):
     list_select_related = ("event", "endpoint")
     inlines = [AttemptInline]
     actions = ["retry_now"]
-    # A delivery's page shows its event's body, and subscriber.* events name a newsletter reader by address.
+    # A delivery's page shows its event's body, and subscriber.* events name a person a channel mails by address.
     step_up = StepUp.ALL_BUT_THE_LIST
     fields = (
         "id",
