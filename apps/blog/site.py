@@ -10,15 +10,16 @@ that module, by name, for each of these, all optional:
 - `NOTHING_YET`: what an index with no post says (default "Nothing published yet.").
 - `ROBOTS_DISALLOW`: paths of the service's host that robots.txt asks crawlers to keep out of.
 - `index_part(channel) -> IndexPart`: what the index shows above its posts (not a tag's page).
-- `index_post(request, channel) -> HttpResponse`: the answer to a POST on the index (405 without).
+- `index_post(request, channel, look) -> HttpResponse`: the answer to a POST on the index (405 without).
+- `PAGES`: its own pages on the service's host (what its e-mails link to), as (route, view, name):
+  apps/blog/urls.py routes each as `blog:<platform>_<name>`, calling `view(request, look=..., **kwargs)`.
 
-The kind's own pages elsewhere (what its e-mails link to) use `page_in_look` and `private` from
-here, routed by its own URL module (`DestinationKind.urls`, included by config/urls.py).
+Its functions get the pages in the channel's look as an argument (`LOOK`, an
+apps.core.destinations.Look), so the kind's package imports nothing of the blog, which sits above it.
 """
 
 import base64
 import hashlib
-from dataclasses import dataclass, field
 from importlib import import_module
 from types import ModuleType
 from urllib.parse import urlencode
@@ -30,7 +31,7 @@ from django.utils import timezone
 
 from apps.channels.models import Channel, site_platforms
 from apps.core.coherence import Columns, Entries
-from apps.core.destinations import kind_for
+from apps.core.destinations import IndexPart, kind_for
 from apps.core.prepared import PreparedLookup
 from apps.posts import selectors
 from apps.posts.serializers import excerpt
@@ -158,17 +159,6 @@ def cursors(request) -> tuple[selectors.PageCursor | None, selectors.PageCursor 
     return before, None if before else selectors.PageCursor.parse(request.GET.get("after"))
 
 
-@dataclass(frozen=True)
-class IndexPart:
-    """What a kind shows on its channels' index above the posts: a template the index includes, with
-    the names its context adds to the page's."""
-
-    template: str
-    context: dict = field(default_factory=dict)
-    # The part has a form that posts to the index itself (the page's policy lets it).
-    form: bool = False
-
-
 def kind_pages(platform: str) -> ModuleType | None:
     """The module of what the platform's destination kind adds to the public site (see above);
     None for a platform without one (a blog)."""
@@ -225,3 +215,18 @@ def private(response: HttpResponse) -> HttpResponse:
     response["Cache-Control"] = "private, no-store"
     response["X-Robots-Tag"] = "noindex"
     return response
+
+
+class PublicLook:
+    """The pages in a channel's look, as a kind's page functions get them (apps.core.destinations.Look)."""
+
+    page = staticmethod(page_in_look)
+    private = staticmethod(private)
+
+    @staticmethod
+    def index(request, channel: Channel, *, part: IndexPart, status: int) -> HttpResponse:
+        before, after = cursors(request)
+        return listing(request, channel, tag=None, before=before, after=after, part=part, status=status)
+
+
+LOOK = PublicLook()

@@ -28,6 +28,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from apps.blog import pages
 from apps.blog.site import (
+    LOOK,
     PREVIEW_FRAME_POLICY,
     blog_of_domain,
     channel_of,
@@ -81,7 +82,7 @@ def index(request, handle: str | None = None) -> HttpResponse:
     channel = channel_of(request, handle)
     if request.method == "POST":
         answer = getattr(kind_pages(channel.platform), "index_post", None)
-        return HttpResponseNotAllowed(["GET", "HEAD"]) if answer is None else answer(request, channel)
+        return HttpResponseNotAllowed(["GET", "HEAD"]) if answer is None else answer(request, channel, LOOK)
     return _list_page(request, channel, None)
 
 

@@ -17,7 +17,7 @@ hears the outcome, in the transaction that records it.
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class PublishError(Exception):
@@ -159,14 +159,43 @@ class DestinationKind:
     access: Mapping[str, Allows] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Recipients:
+class Recipients(NamedTuple):
+    """The counts of the people a post is mailed to, by the state of their delivery."""
+
     total: int
     pending: int
     sent: int
     failed: int
     suppressed: int
     uncertain: int
+
+
+# --- What a kind with a public site (its `site` module) gets from the public site and gives it ---
+
+
+@dataclass(frozen=True)
+class IndexPart:
+    """What a kind shows on its channels' index above the posts: a template the index includes, with
+    the names its context adds to the page's."""
+
+    template: str
+    context: dict = field(default_factory=dict)
+    # The part has a form that posts to the index itself (the page's policy lets it).
+    form: bool = False
+
+
+class Look(Protocol):
+    """The public site's pages in a channel's look, which the blog hands a kind's page functions
+    (the kind's package imports nothing of the blog, which sits above it)."""
+
+    def page(self, request, channel, template: str, context: dict, *, status: int = 200, form: bool = False):
+        """The template rendered in the channel's look, with its headers (`form`: it has a form)."""
+
+    def private(self, response):
+        """The answer marked for this visitor only: never cached, never indexed."""
+
+    def index(self, request, channel, *, part: IndexPart, status: int):
+        """The channel's index (the page of the request's cursors) with `part` above its posts."""
 
 
 _kinds: dict[str, DestinationKind] = {}

@@ -5,9 +5,8 @@ platform, so the blog's pages show what any kind would add, and the front page n
 import pytest
 from django.http import HttpResponse
 
-from apps.blog.site import IndexPart
 from apps.core import destinations
-from apps.core.destinations import DestinationKind
+from apps.core.destinations import DestinationKind, IndexPart
 from tests.blog.test_public_site import path_of, published
 from tests.factories import ChannelFactory, TagFactory
 
@@ -24,7 +23,7 @@ def index_part(channel) -> IndexPart:
     return IndexPart("kind_pages/loft.html", {"loft": "north tower"}, form=True)
 
 
-def index_post(request, channel) -> HttpResponse:
+def index_post(request, channel, look) -> HttpResponse:
     return HttpResponse(f"Coo, {channel.title}: {request.POST['message']}", status=202)
 
 

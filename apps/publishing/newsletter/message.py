@@ -55,7 +55,7 @@ class Recipient:
 
 
 def unsubscribe_url(token: str) -> str:
-    return f"{settings.SITE_URL}{reverse('newsletter:unsubscribe', args=[token])}"
+    return f"{settings.SITE_URL}{reverse('blog:newsletter_unsubscribe', args=[token])}"
 
 
 def one_line(text: str) -> str:

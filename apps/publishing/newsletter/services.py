@@ -278,7 +278,7 @@ def confirmations_send(*, subscriber_ids: list[int]) -> int:
         newsletters[subscriber.channel_id] = newsletter
         context = {
             "channel": subscriber.channel,
-            "url": f"{settings.SITE_URL}{reverse('newsletter:confirm', args=[tokens[subscriber.pk]])}",
+            "url": f"{settings.SITE_URL}{reverse('blog:newsletter_confirm', args=[tokens[subscriber.pk]])}",
         }
         messages.append(
             mail.EmailMessage(
