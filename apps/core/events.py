@@ -8,8 +8,14 @@ do, each app declares its own events in its `events` module, and the webhooks ap
 
 A member is the event's name (a str: the `kind` a service emits, the body's `event`); its label is
 the description the admin and the API's documentation show. An `events` module imports nothing
-but Django and this module: the registry imports it while the models are being loaded."""
+but Django and this module: the registry imports it while the models are being loaded.
 
+What a delivery of each event carries is declared apart, in the app's `event_payloads` module (it
+imports serializers, hence models): `describe_payloads` names the serializer of each kind's `data`,
+and the app that sends the deliveries names the envelope around it with `describe_envelope`. The
+OpenAPI schema's webhooks are built from these declarations alone (apps/api/webhook_schema.py)."""
+
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from django.core.exceptions import ImproperlyConfigured
@@ -25,8 +31,20 @@ class EventType:
     subscribable: bool = True
 
 
+@dataclass(frozen=True)
+class Envelope:
+    """What every delivery carries around an event's `data`: the serializer of its `account`, and
+    the OpenAPI header parameters of a delivery of a kind."""
+
+    account: type
+    headers: Callable[[str], list[dict]]
+
+
 _declared: dict[str, EventType] = {}
 _discovery = {"done": False}
+_payloads: dict[str, type] = {}
+_envelope: list[Envelope] = []
+_payload_discovery = {"done": False}
 
 
 def register(kinds: type[models.TextChoices], *, subscribable: bool = True) -> type[models.TextChoices]:
@@ -55,3 +73,43 @@ def _discover() -> None:
     if not _discovery["done"]:
         _discovery["done"] = True
         autodiscover_modules("events")
+
+
+def describe_payloads(payloads: Mapping[str, type]) -> None:
+    """Declare the serializer of the `data` of each of an app's event kinds (from its `event_payloads`)."""
+    for kind, serializer in payloads.items():
+        kind = str(kind)
+        if kind in _payloads:
+            raise ImproperlyConfigured(f"The data of the event {kind!r} is described twice.")
+        _payloads[kind] = serializer
+
+
+def describe_envelope(envelope: Envelope) -> None:
+    """Declare the envelope of every delivery (from the `event_payloads` of the app that sends them)."""
+    if _envelope:
+        raise ImproperlyConfigured("The envelope of the events' deliveries is described twice.")
+    _envelope.append(envelope)
+
+
+def payload_of(kind: str) -> type:
+    """The serializer of the `data` of `kind`, as its app describes it."""
+    _discover_payloads()
+    try:
+        return _payloads[kind]
+    except KeyError:
+        raise ImproperlyConfigured(f"No app's event_payloads describes the data of the event {kind!r}.") from None
+
+
+def envelope() -> Envelope:
+    _discover_payloads()
+    if not _envelope:
+        raise ImproperlyConfigured("No app's event_payloads describes the envelope of the events' deliveries.")
+    return _envelope[0]
+
+
+def _discover_payloads() -> None:
+    # Apart from the events: an `event_payloads` module imports serializers, hence models, so it
+    # can be read only once the apps are loaded (the schema is built long after).
+    if not _payload_discovery["done"]:
+        _payload_discovery["done"] = True
+        autodiscover_modules("event_payloads")

@@ -7,6 +7,7 @@ from rest_framework import serializers
 from apps.core.serializers import ResponseSerializer, UtcDateTimeField
 from apps.users.events import UserEvent
 from apps.users.models import LoginMethod, Permission, User
+from apps.webhooks.serializers import EventAccountSerializer
 
 
 class OrganizationSerializer(serializers.Serializer):
@@ -89,11 +90,6 @@ def user_payload(user: User) -> dict:
 
 
 # --- The user.* webhook bodies, for the OpenAPI schema (the outbox writes them in apps/webhooks) ---
-
-
-class EventAccountSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
 
 
 class UserEventDataSerializer(serializers.Serializer):

@@ -4,12 +4,15 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 
-from apps.core.events import event_types, register
+from apps.core.events import describe_envelope, describe_payloads, envelope, event_types, payload_of, register
+from apps.posts.event_payloads import PostFailedEventDataSerializer
 from apps.posts.events import PostEvent
 from apps.publishing.newsletter.events import SubscriberEvent
 from apps.users.events import UserEvent
+from apps.webhooks.event_payloads import delivery_headers
 from apps.webhooks.events import WebhookEvent
 from apps.webhooks.models import SUBSCRIBABLE_EVENTS, Event, EventKind
+from apps.webhooks.serializers import EventAccountSerializer
 
 
 def test_every_app_declared_event_is_known_to_the_webhooks_app_in_a_fixed_order():
@@ -41,3 +44,25 @@ def test_an_event_declared_twice_is_refused():
 
     with pytest.raises(ImproperlyConfigured, match=r"post\.published"):
         register(Again)
+
+
+def test_every_declared_event_has_the_data_its_app_describes_in_its_event_payloads():
+    assert all(payload_of(event.name) is not None for event in event_types())
+    assert payload_of(PostEvent.FAILED) is PostFailedEventDataSerializer
+
+
+def test_the_envelope_of_every_delivery_is_the_one_the_webhooks_app_describes():
+    assert envelope().account is EventAccountSerializer
+    assert envelope().headers is delivery_headers
+
+
+def test_an_events_data_described_twice_is_refused():
+    payload_of(PostEvent.PUBLISHED)  # the apps' own descriptions are read first
+    with pytest.raises(ImproperlyConfigured, match=r"post\.published"):
+        describe_payloads({PostEvent.PUBLISHED: PostFailedEventDataSerializer})
+
+
+def test_a_second_envelope_is_refused():
+    envelope()
+    with pytest.raises(ImproperlyConfigured, match="envelope"):
+        describe_envelope(envelope())
