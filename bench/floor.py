@@ -69,7 +69,7 @@ def _key(raw: str) -> ApiKey | None:
 
 
 def _authenticate(request) -> ApiKey | None:
-    """The checks of apps.api.authentication written out, around the key lookup: the same query
+    """The checks of apps.users.authentication written out, around the key lookup: the same query
     the service makes without its cache, the same hash and comparison, the same rate-limit charge
     and last-use write."""
     scheme, _, raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")

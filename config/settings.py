@@ -172,7 +172,7 @@ MIDDLEWARE = [
 
 AUTHENTICATION_BACKENDS = [
     # django-axes first: it refuses a throttled address before any password is checked.
-    "apps.api.sign_in_limits.LoginThrottleBackend",
+    "apps.users.sign_in_limits.LoginThrottleBackend",
     # ModelBackend's sign-in, with what a user may do in the admin from the Settings area's access table.
     "apps.settings_area.access.AccessBackend",
 ]
@@ -308,7 +308,7 @@ CELERY_TIMEZONE = "UTC"
 
 # --- Django REST framework and the OpenAPI schema ---
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.users.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["apps.api.permissions.HasRequiredScope"],
     "DEFAULT_RENDERER_CLASSES": ["apps.api.rendering.JSONRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.api.rendering.ContentNegotiation",
@@ -380,6 +380,9 @@ API_LOOKUP_CACHE_SECONDS = _non_negative_int("API_LOOKUP_CACHE_SECONDS", 300)
 # The answer to a write sent with an Idempotency-Key is given again to the same request for this long
 # (apps/api/idempotency.py); past it the key is free, and the request runs again.
 IDEMPOTENCY_KEY_TTL = _duration("IDEMPOTENCY_KEY_TTL", "PT24H")
+# Where those answers are kept, with the API keys they belong to: the module apps/api/idempotency.py
+# asks (named here, so that the HTTP layer imports no app).
+IDEMPOTENCY_STORE = "apps.users.idempotency"
 
 # --- Rate limits: requests per account per clock hour, by plan; empty means unlimited ---
 RATE_LIMITS = {
@@ -397,18 +400,18 @@ ADMIN_LOGIN_FAILURE_LIMIT = _limit("ADMIN_LOGIN_FAILURE_LIMIT", "10")
 # admins (an operator's: the operators) get one e-mail. Twice the address's limit: a person mistyping
 # from one address meets that one first; guessing spread over many addresses gets 20 tries an hour.
 SIGN_IN_FAILURE_LIMIT_PER_EMAIL = _limit("SIGN_IN_FAILURE_LIMIT_PER_EMAIL", "20")
-# django-axes counts them (apps/api/sign_in_limits.py): by client address as the API's rate limits see it
+# django-axes counts them (apps/users/sign_in_limits.py): by client address as the API's rate limits see it
 # (NUM_PROXIES), in the default cache, forgotten 15 minutes after the address's last failure. The
 # attempt that reaches the limit gets the form back; later ones get 429 with Retry-After until then.
 AXES_LOCKOUT_PARAMETERS = ["ip_address"]
-AXES_FAILURE_LIMIT = "apps.api.sign_in_limits.admin_login_failure_limit"
-AXES_COOLOFF_TIME = "apps.api.sign_in_limits.admin_login_cool_off"
+AXES_FAILURE_LIMIT = "apps.users.sign_in_limits.admin_login_failure_limit"
+AXES_COOLOFF_TIME = "apps.users.sign_in_limits.admin_login_cool_off"
 AXES_CLIENT_IP_CALLABLE = "apps.api.ratelimit.client_address"
 # Where the e-mail is in the credentials (for its budget): authenticate()'s keyword, the sign-in forms'
 # field. axes' default, USERNAME_FIELD ("email"), is not in what user_login_failed reports.
 AXES_USERNAME_FORM_FIELD = "username"
-AXES_HANDLER = "apps.api.sign_in_limits.LoginFailureHandler"
-AXES_LOCKOUT_CALLABLE = "apps.api.middleware.login_throttled"
+AXES_HANDLER = "apps.users.sign_in_limits.LoginFailureHandler"
+AXES_LOCKOUT_CALLABLE = "apps.users.sign_in_limits.login_throttled"
 AXES_HTTP_RESPONSE_CODE = 429
 # Refused attempts are not counted, so they do not prolong the lockout; a success does not clear it.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False

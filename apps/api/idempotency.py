@@ -12,19 +12,22 @@ the kept answer, replayed when the body is the same (compared as parsed JSON) an
 transaction as its effects (its events go to the webhooks outbox in it, its jobs are enqueued on
 commit). A 2xx and the 4xx of the request's own checks are kept; a 5xx, or anything unexpected,
 rolls everything back and keeps nothing. Without the header the handler runs as before.
+
+The records are kept by the module settings.IDEMPOTENCY_STORE names (apps/users/idempotency.py:
+the answers belong to API keys), which this layer never imports: `store()` is what it asks.
 """
 
 import re
 from functools import wraps
+from importlib import import_module
 
+from django.conf import settings
 from django.db import transaction
 from django.http import HttpResponse
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from apps.api.errors import error_response
 from apps.core.http import content_length
-from apps.users import services as records
-from apps.users.services import Answer, RequestScope
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -47,6 +50,12 @@ NOT_KEPT = frozenset({401, 403, 429})
 _key_format = re.compile(KEY_PATTERN)
 
 
+def store():
+    """The module that keeps the answers (settings.IDEMPOTENCY_STORE): its RequestScope, Answer,
+    RequestKeyTaken, body_fingerprint, request_lock, record_find, record_store and record_answer."""
+    return import_module(settings.IDEMPOTENCY_STORE)
+
+
 def idempotent(handler):
     """Decorate an unsafe-method handler of an APIView; the OpenAPI schema of every decorated operation
     gets the header, the replay header and the 409 and 422 (apps/api/schema.py)."""
@@ -56,7 +65,10 @@ def idempotent(handler):
         raw = request.META.get("HTTP_IDEMPOTENCY_KEY")
         if raw is None or request.auth is None:
             return handler(view, request, *args, **kwargs)
-        scope = RequestScope(api_key_id=request.auth.pk, method=request.method, path=request.path, key=checked(raw))
+        records = store()
+        scope = records.RequestScope(
+            api_key_id=request.auth.pk, method=request.method, path=request.path, key=checked(raw)
+        )
         # Parsed before anything is locked or stored: a body that is not JSON is a 400 of its own.
         fingerprint = records.body_fingerprint(request.data, has_body=bool(content_length(request)))
         try:
@@ -65,19 +77,19 @@ def idempotent(handler):
                     return in_progress()
                 record = records.record_find(scope)
                 if record is not None:
-                    return answer_again(record, fingerprint)
+                    return answer_again(records, record, fingerprint)
                 response = run_handler(handler, view, request, *args, **kwargs)
                 if response.status_code >= 500:
                     raise RolledBack(response)
                 if kept(response):
-                    records.record_store(scope, fingerprint=fingerprint, answer=answer_of(response))
+                    records.record_store(scope, fingerprint=fingerprint, answer=answer_of(records, response))
                 return response
         except RolledBack as failed:
             return failed.response
         except records.RequestKeyTaken:
             # Another request with this key committed first; this one's effects are rolled back.
             record = records.record_find(scope)
-            return in_progress() if record is None else answer_again(record, fingerprint)
+            return in_progress() if record is None else answer_again(records, record, fingerprint)
 
     run.idempotent = True
     return run
@@ -126,12 +138,12 @@ def kept(response) -> bool:
     return not response.streaming and 200 <= status < 500 and not 300 <= status < 400 and status not in NOT_KEPT
 
 
-def answer_of(response) -> Answer:
+def answer_of(records, response):
     headers = {name: response[name] for name in KEPT_HEADERS if response.has_header(name)}
-    return Answer(status=response.status_code, body=response.content, headers=headers)
+    return records.Answer(status=response.status_code, body=response.content, headers=headers)
 
 
-def answer_again(record, fingerprint: str) -> HttpResponse:
+def answer_again(records, record, fingerprint: str) -> HttpResponse:
     if record.fingerprint != fingerprint:
         return error_response(
             422,

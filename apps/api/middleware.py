@@ -3,11 +3,9 @@
 import logging
 
 from django.conf import settings
-from django.contrib import admin
-from django.template.response import TemplateResponse
 from django.utils.cache import patch_cache_control, patch_vary_headers
 
-from apps.api import ratelimit, sign_in_limits
+from apps.api import ratelimit
 from apps.api.errors import is_api_path, json_error, payload_too_large_message
 from apps.core.http import content_length
 
@@ -112,25 +110,3 @@ class ApiHttpMiddleware:
                 415, f"Unsupported media type {media_type!r}: send the body as JSON (Content-Type: application/json)."
             )
         return None
-
-
-def login_throttled(request, original_response, credentials):
-    """AXES_LOCKOUT_CALLABLE: the answer to a login attempt (admin site, web sign-in, step-up) whose
-    address or e-mail has used up its failed logins (see apps/api/sign_in_limits.py). It says which,
-    and never whether the e-mail belongs to anyone."""
-    if getattr(request, "axes_failures_since_start", None) is not None:
-        # This attempt's password was checked and its failure is the one that reached the limit: it
-        # gets the form with its error, like the failures before it; the next attempt is refused.
-        return original_response
-    retry_after = sign_in_limits.login_lockout_seconds(request, credentials)
-    pause = sign_in_limits.sign_in_pause(request)
-    context = {
-        **admin.site.each_context(request),
-        "retry_minutes": -(-retry_after // 60),
-        "by_address": pause.by_address,
-        "by_email": pause.email is not None,
-    }
-    response = TemplateResponse(
-        request, "admin/login_throttled.html", context, status=429, headers={"Retry-After": str(retry_after)}
-    )
-    return response.render()

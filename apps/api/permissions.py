@@ -1,6 +1,8 @@
-from rest_framework import exceptions, permissions
+"""Who may call an endpoint: the key's scopes, and its owner's permissions and role. What the key and
+its owner hold is asked of them (request.auth, request.user: the authentication class's), so this
+module names no model."""
 
-from apps.users.models import ApiKey, Role
+from rest_framework import exceptions, permissions
 
 
 def required_scope_of(view, method: str) -> str | None:
@@ -15,8 +17,8 @@ class HasRequiredScope(permissions.BasePermission):
     """Every /v1 endpoint needs a valid key; most also need one scope."""
 
     def has_permission(self, request, view) -> bool:
-        api_key = request.auth
-        if not isinstance(api_key, ApiKey):
+        api_key = request.auth  # None unless a key signed the request in (UNAUTHENTICATED_TOKEN)
+        if api_key is None:
             raise exceptions.NotAuthenticated("Missing API key: send 'Authorization: Bearer <API key>'.")
         scope = required_scope_of(view, request.method)
         if scope and scope not in api_key.scopes:
@@ -39,7 +41,7 @@ def require_permission(user, permission: str) -> None:
 def require_account_admin(user) -> None:
     """The "admin only" rule of the Users endpoints: the API key's owner has role admin in the
     key's account (a key's owner always belongs to the key's account)."""
-    if user.role != Role.ADMIN:
+    if not user.is_account_admin:
         raise exceptions.PermissionDenied(
             "Only a user with role 'admin' may do this; the owner of this API key is not one.", code="admin_required"
         )

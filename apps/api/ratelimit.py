@@ -6,7 +6,7 @@ a limit per plan and per clock hour (settings.RATE_LIMITS). Every 401 is charged
 its requests that fail authentication get 429 until the hour ends, so a key-guessing loop is
 slowed, while its requests with a valid key are served (many clients can share one address).
 Failed sign-ins with a password have two budgets of their own, per address and per e-mail, on
-these counters (apps/api/sign_in_limits.py).
+these counters (apps/users/sign_in_limits.py).
 
 Counters live in the default cache: Redis when REDIS_URL is set, so every gunicorn worker on every
 machine shares them; the local-memory cache otherwise. When the cache cannot be reached the API
@@ -110,6 +110,11 @@ class CounterStore(FailOpenStore):
     def __init__(self, namespace: str = "ratelimit") -> None:
         super().__init__()
         self.namespace = namespace
+
+    def run(self, operation, name: str, *, now: float):
+        """operation(cache, key) on the default cache, `name` keyed in this store's namespace; None
+        when the cache is unreachable. For counters kept in a shape of their own (django-axes')."""
+        return self._call(operation, f"{self.namespace}:{name}", now=now)
 
     def hit(self, name: str, reset: int, now: float) -> int | None:
         """Count one request in `name`'s window ending at `reset`; the new count, or None when unreachable."""

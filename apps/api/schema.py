@@ -2,7 +2,7 @@
 adds to every operation, and what `@idempotent` adds to the writes it decorates."""
 
 from drf_spectacular import openapi
-from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import (
     OpenApiCallback,
     OpenApiExample,
@@ -15,19 +15,6 @@ from rest_framework import serializers
 
 from apps.api import idempotency
 from apps.core import json_input
-from apps.users.serializers import UserEventSerializer
-
-
-class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "apps.api.authentication.ApiKeyAuthentication"
-    name = "ApiKey"
-
-    def get_security_definition(self, auto_schema):
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "An API key: `Authorization: Bearer cps_xxxxxxxx_...`.",
-        }
 
 
 class StrictSerializerScheme(OpenApiSerializerExtension):
@@ -149,15 +136,16 @@ def common_errors(*, scope: bool = True, not_found: bool = False, bad_request: b
 WEBHOOK_URL = "{$your_webhook_url}"
 
 
-def user_events(*kinds: str) -> list[OpenApiCallback]:
-    """The user.* webhooks an operation sends, so the schema documents their bodies."""
+def event_callbacks(body: type[serializers.Serializer], *kinds: str) -> list[OpenApiCallback]:
+    """The webhooks an operation sends (each of `kinds`, with the delivery body `body`), so the
+    schema documents their bodies."""
     return [
         OpenApiCallback(
             str(kind),
             WEBHOOK_URL,
             extend_schema(
                 summary=f"`{kind}`, sent to the account's webhook endpoints that subscribe to it",
-                request=UserEventSerializer,
+                request=body,
                 responses={200: OpenApiResponse(description="Any 2xx status acknowledges the delivery.")},
             ),
         )

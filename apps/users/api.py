@@ -14,7 +14,7 @@ from apps.api.idempotency import idempotent
 from apps.api.pagination import PagePagination
 from apps.api.permissions import HasRequiredScope, IsAccountAdmin, require_account_admin
 from apps.api.request_fields import StrictBooleanField, StrictCharField, StrictEmailField, StrictSerializer
-from apps.api.schema import common_errors, error, user_events
+from apps.api.schema import common_errors, error, event_callbacks
 from apps.users.events import UserEvent
 from apps.users.models import (
     LANGUAGE_TAG,
@@ -33,6 +33,7 @@ from apps.users.serializers import (
     ProfileSerializer,
     UserCreatedSerializer,
     UserDetailSerializer,
+    UserEventSerializer,
     UserListItemSerializer,
 )
 from apps.users.services import profile_update, user_create, user_delete, user_update
@@ -195,7 +196,7 @@ class ProfileView(APIView):
         description="Every field is optional: only the fields given change (an empty object changes nothing). "
         "`timezone` is an IANA zone name, `language` a BCP 47 language tag. Unknown fields are rejected.",
         request=ProfileUpdateSerializer,
-        callbacks=user_events(UserEvent.UPDATED),
+        callbacks=event_callbacks(UserEventSerializer, UserEvent.UPDATED),
         responses={200: ProfileSerializer, **common_errors(scope=False, bad_request=True)},
         tags=["users"],
     )
@@ -242,7 +243,7 @@ class UsersView(generics.ListAPIView):
         "With `send_invitation` (default true) the user is `invited` and gets an e-mail with a one-time link "
         "to set a password; otherwise the user is `active` at once and `invitation_sent_at` is null.",
         request=UserCreateSerializer,
-        callbacks=user_events(UserEvent.CREATED),
+        callbacks=event_callbacks(UserEventSerializer, UserEvent.CREATED),
         responses={
             201: UserCreatedSerializer,
             403: FORBIDDEN,
@@ -290,7 +291,7 @@ class UserDetailView(APIView):
         "to the role's defaults unless `permissions` are given too. The account's last active admin "
         "cannot be demoted, made inactive or suspended (`last_admin`). Returns the updated user.",
         request=UserUpdateSerializer,
-        callbacks=user_events(UserEvent.UPDATED, UserEvent.ROLE_CHANGED),
+        callbacks=event_callbacks(UserEventSerializer, UserEvent.UPDATED, UserEvent.ROLE_CHANGED),
         responses={
             200: UserDetailSerializer,
             403: FORBIDDEN,
@@ -311,7 +312,7 @@ class UserDetailView(APIView):
         operation_id="users_delete",
         summary="Delete a user (admin only); the user's API keys stop working at once.",
         description="Scope `write:users`.",
-        callbacks=user_events(UserEvent.DELETED),
+        callbacks=event_callbacks(UserEventSerializer, UserEvent.DELETED),
         responses={
             204: OpenApiResponse(description="Deleted."),
             403: FORBIDDEN,

@@ -4,7 +4,8 @@ and the same request again gets it instead of running again.
 
 The HTTP side (apps/api/idempotency.py) runs the write and stores its answer in one transaction, so
 both are committed or neither is; this module is what it asks the database: the per-request lock,
-the look-up, the insert, and the sweep of expired records."""
+the look-up, the insert, and the sweep of expired records. It is that side's store
+(settings.IDEMPOTENCY_STORE), so the HTTP layer imports no app."""
 
 import hashlib
 import json

@@ -16,14 +16,14 @@ from apps.accounts.models import Scope
 from apps.api.idempotency import idempotent
 from apps.api.permissions import require_account_admin
 from apps.api.request_fields import StrictCharField, StrictEmailField, StrictSerializer
-from apps.api.schema import common_errors, error, user_events
+from apps.api.schema import common_errors, error, event_callbacks
 from apps.core.errors import NotFound
 from apps.core.local_paths import LOCAL_PATH_PATTERN, validate_local_path
 from apps.users.credentials import sso_token_create
 from apps.users.events import UserEvent
 from apps.users.models import USER_ID_MAX_DIGITS, parse_user_id
 from apps.users.selectors import user_of_account
-from apps.users.serializers import MeSerializer, SsoTokenSerializer
+from apps.users.serializers import MeSerializer, SsoTokenSerializer, UserEventSerializer
 
 
 @extend_schema_field(
@@ -120,7 +120,7 @@ class SsoTokensView(APIView):
             "owner (`admin_required` otherwise)."
         ),
         request=SsoTokenCreateSerializer,
-        callbacks=user_events(UserEvent.LOGIN),
+        callbacks=event_callbacks(UserEventSerializer, UserEvent.LOGIN),
         responses={
             201: SsoTokenResponseSerializer,
             403: error(

@@ -26,17 +26,6 @@ from apps.core.mail import tell, tell_account_admins
 from apps.core.validation import invalid_from_django
 from apps.users.events import UserEvent
 from apps.users.grants import check_grant
-
-# The answers kept for the API's retried writes, which the HTTP layer reaches through this module.
-from apps.users.idempotency import Answer as Answer
-from apps.users.idempotency import RequestKeyTaken as RequestKeyTaken
-from apps.users.idempotency import RequestScope as RequestScope
-from apps.users.idempotency import body_fingerprint as body_fingerprint
-from apps.users.idempotency import record_answer as record_answer
-from apps.users.idempotency import record_find as record_find
-from apps.users.idempotency import record_store as record_store
-from apps.users.idempotency import records_sweep as records_sweep
-from apps.users.idempotency import request_lock as request_lock
 from apps.users.models import Role, Status, User, canonical_permissions
 from apps.users.serializers import user_payload
 from apps.webhooks.services import event_emit

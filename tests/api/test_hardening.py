@@ -12,8 +12,8 @@ from django.core.handlers.exception import response_for_exception
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from apps.api import sign_in_limits
 from apps.api.errors import exception_handler
+from apps.users import sign_in_limits
 from tests.conftest import settings_loaded
 from tests.factories import OperatorFactory
 

@@ -7,8 +7,8 @@ import pytest
 from django.utils import timezone
 
 from apps.accounts.models import Scope
-from apps.api import idempotency as idempotency_http
 from apps.users import api as users_api
+from apps.users import idempotency as records
 from apps.users.idempotency import RequestScope, records_sweep
 from apps.users.models import IdempotencyRecord, Role, User
 from apps.users.tasks import sweep_idempotency_records
@@ -156,14 +156,14 @@ def test_a_request_that_loses_the_race_to_store_rolls_back_and_gets_the_winners_
     path = f"/v1/users/{member.pk}"
     first = admin.put(path, {"name": "First"}, format="json", HTTP_IDEMPOTENCY_KEY="race")
     User.objects.filter(pk=member.pk).update(name="Changed since")
-    find = idempotency_http.records.record_find
+    find = records.record_find
     looks = []
 
     def unseen_the_first_time(scope, **kwargs):
         looks.append(scope)
         return None if len(looks) == 1 else find(scope, **kwargs)
 
-    monkeypatch.setattr(idempotency_http.records, "record_find", unseen_the_first_time)
+    monkeypatch.setattr(records, "record_find", unseen_the_first_time)
     again = admin.put(path, {"name": "First"}, format="json", HTTP_IDEMPOTENCY_KEY="race")
 
     assert len(looks) == 2

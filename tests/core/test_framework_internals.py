@@ -55,7 +55,6 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 
 from apps.accounts.models import Account
 from apps.api.ratelimit import CounterStore
-from apps.api.sign_in_limits import LoginFailureCounters, LoginThrottleBackend
 from apps.blog.pages import template_files
 from apps.channels.models import Channel
 from apps.core.addresses import GuardedHTTPSConnection, GuardedHTTPSPool, pool_manager
@@ -67,6 +66,7 @@ from apps.posts.models import Post
 from apps.posts.serializers import TagSerializer, own_columns
 from apps.users.api import UserCreateSerializer
 from apps.users.models import ApiKey, User
+from apps.users.sign_in_limits import LoginFailureCounters, LoginThrottleBackend
 from apps.webhooks.models import Delivery, Event
 from config.server import process
 from config.storage import StaticFilesStorage
@@ -221,7 +221,7 @@ def test_a_deep_copy_of_a_bound_field_is_a_new_unbound_field():
 def test_a_drf_request_holds_the_django_request_it_wraps(rf):
     http_request = rf.get("/v1/me")
     assert Request(http_request)._request is http_request, redo(
-        "apps/api/authentication.py", "find the wrapped HttpRequest (the rate-limit budget is set on it)"
+        "apps/users/authentication.py", "find the wrapped HttpRequest (the rate-limit budget is set on it)"
     )
 
 
@@ -229,7 +229,7 @@ def test_the_budget_charged_while_authenticating_reaches_the_middleware_that_wri
     response = authed.get("/v1/me")
     assert response.status_code == 200
     assert "X-RateLimit-Limit" in response.headers, redo(
-        "apps/api/authentication.py", "request._request is no longer the request the middleware sees"
+        "apps/users/authentication.py", "request._request is no longer the request the middleware sees"
     )
 
 
@@ -255,7 +255,7 @@ def test_spectacular_maps_a_strict_serializer_through_its_basic_mapping():
     assert component["required"] == ["email", "name"]
 
 
-# --- Django's local-memory cache: apps/api/sign_in_limits.py (LoginFailureCounters.seconds_left) ---------
+# --- Django's local-memory cache: apps/users/sign_in_limits.py (LoginFailureCounters.seconds_left) ---------
 
 
 def test_the_local_memory_cache_keeps_each_keys_expiry_where_seconds_left_looks():
@@ -263,7 +263,7 @@ def test_the_local_memory_cache_keeps_each_keys_expiry_where_seconds_left_looks(
     backend.set("key", 1, 30)
     expiry = backend._expire_info.get(backend.make_and_validate_key("key"))
     assert isinstance(expiry, float) and 0 < expiry - time.time() <= 30, redo(
-        "apps/api/sign_in_limits.py (LoginFailureCounters.seconds_left)", "LocMemCache._expire_info changed"
+        "apps/users/sign_in_limits.py (LoginFailureCounters.seconds_left)", "LocMemCache._expire_info changed"
     )
 
 
@@ -272,7 +272,7 @@ def test_a_counters_seconds_left_are_read_from_the_cache_that_holds_it():
     counters.add("key", 1, 30)
     left = counters.seconds_left("key")
     assert left is not None and 0 < left <= 30, redo(
-        "apps/api/sign_in_limits.py (LoginFailureCounters.seconds_left)",
+        "apps/users/sign_in_limits.py (LoginFailureCounters.seconds_left)",
         "a counter's expiry is no longer in Redis's TTL or LocMemCache._expire_info",
     )
 
@@ -395,9 +395,9 @@ def test_the_mail_address_helpers_encode_as_the_mail_api_does():
         forbid_multi_line_headers("To", "a@example.com\nBcc: b@example.com", "utf-8")
 
 
-# --- django-axes: apps/api/sign_in_limits.py (LoginFailureHandler, LoginThrottleBackend) ------------------
+# --- django-axes: apps/users/sign_in_limits.py (LoginFailureHandler, LoginThrottleBackend) ------------------
 
-AXES = "apps/api/sign_in_limits.py (LoginFailureHandler, LoginFailureCounters)"
+AXES = "apps/users/sign_in_limits.py (LoginFailureHandler, LoginFailureCounters)"
 
 
 def test_axes_cache_handler_asks_its_cache_only_what_login_failure_counters_answer():

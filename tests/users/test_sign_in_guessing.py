@@ -14,9 +14,10 @@ from django.core.mail import send_mail
 from django.test import Client
 from requests.adapters import HTTPAdapter
 
-from apps.api import ratelimit, sign_in_limits
+from apps.api import ratelimit
 from apps.core import mail as core_mail
 from apps.core import threads
+from apps.users import sign_in_limits
 from tests.factories import AccountFactory, AdminUserFactory, OperatorFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -288,6 +288,11 @@ class User(AbstractBaseUser):
             raise ValidationError("An operator (superuser) belongs to no account.")
 
     @property
+    def is_account_admin(self) -> bool:
+        """Has role admin in their account: what the API's "admin only" endpoints ask of a key's owner."""
+        return self.role == Role.ADMIN
+
+    @property
     def is_active_admin(self) -> bool:
         return self.role == Role.ADMIN and self.status == Status.ACTIVE
 

@@ -1,4 +1,8 @@
+"""How an API request signs in: `Authorization: Bearer <API key>` (REST_FRAMEWORK's
+DEFAULT_AUTHENTICATION_CLASSES), and how the OpenAPI schema names that scheme."""
+
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from apps.api.ratelimit import enforce_account_budget
@@ -41,3 +45,16 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return 'Bearer realm="api"'
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    # drf-spectacular finds it by its target, the class above, whenever that class is in use.
+    target_class = ApiKeyAuthentication
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key: `Authorization: Bearer cps_xxxxxxxx_...`.",
+        }

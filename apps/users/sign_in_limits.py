@@ -1,5 +1,5 @@
 """Failed sign-ins with a password: two budgets, django-axes' and the e-mail's, on the rate-limit
-counters (apps/api/ratelimit.py).
+counters (apps/api/ratelimit.py), and the answer to a refused one (`login_throttled`).
 
 Failed sign-ins (Django's user_login_failed, sent wherever a password is checked with a request: the
 admin's login, the web sign-in, the step-up's password confirmation) are counted in two budgets:
@@ -10,7 +10,7 @@ admin's login, the web sign-in, the step-up's password confirmation) are counted
   (apps.users.services.sign_in_pause_report). An e-mail that is no user's is counted and refused
   alike, so the answers do not tell which e-mails exist.
 axes' backend, first in AUTHENTICATION_BACKENDS, asks the handler's is_locked() before the password is
-checked; its middleware answers a refused attempt with 429 (apps.api.middleware.login_throttled).
+checked; its middleware answers a refused attempt with 429 (login_throttled, below).
 Refused attempts are counted in neither budget, so they do not prolong a pause. See the AXES_* settings.
 
 The e-mail is not one of axes' lockout parameters (AXES_LOCKOUT_PARAMETERS = [..., "username"]): axes
@@ -33,8 +33,10 @@ from axes.backends import AxesStandaloneBackend
 from axes.handlers.cache import AxesCacheHandler
 from axes.helpers import get_client_cache_keys, get_client_username
 from django.conf import settings
+from django.contrib import admin
 from django.core.cache.backends.redis import RedisCache
 from django.db import connections
+from django.template.response import TemplateResponse
 
 from apps.api import ratelimit
 from apps.api.ratelimit import HOUR, Budget, CounterStore, client_address
@@ -77,7 +79,7 @@ class LoginFailureCounters:
 
     def _run(self, operation, key: str, default):
         """operation(backend, key) on the store; `default` when the store is unreachable."""
-        result = self.counters._call(operation, f"{self.counters.namespace}:{key}", now=ratelimit.clock())
+        result = self.counters.run(operation, key, now=ratelimit.clock())
         return default if result is None else result
 
     def get(self, key: str, default=None):
@@ -241,6 +243,28 @@ def login_lockout_seconds(request, credentials=None) -> int:
         known = [seconds for seconds in left if seconds]
         waits.append(max(1, min(max(known), ADMIN_LOGIN_WINDOW)) if known else ADMIN_LOGIN_WINDOW)
     return max(waits)
+
+
+def login_throttled(request, original_response, credentials):
+    """AXES_LOCKOUT_CALLABLE: the answer to a login attempt (admin site, web sign-in, step-up) whose
+    address or e-mail has used up its failed logins. It says which, and never whether the e-mail
+    belongs to anyone."""
+    if getattr(request, "axes_failures_since_start", None) is not None:
+        # This attempt's password was checked and its failure is the one that reached the limit: it
+        # gets the form with its error, like the failures before it; the next attempt is refused.
+        return original_response
+    retry_after = login_lockout_seconds(request, credentials)
+    pause = sign_in_pause(request)
+    context = {
+        **admin.site.each_context(request),
+        "retry_minutes": -(-retry_after // 60),
+        "by_address": pause.by_address,
+        "by_email": pause.email is not None,
+    }
+    response = TemplateResponse(
+        request, "admin/login_throttled.html", context, status=429, headers={"Retry-After": str(retry_after)}
+    )
+    return response.render()
 
 
 def _on_own_connection(work) -> None:
