@@ -5,6 +5,7 @@ from contextvars import Token
 from celery import Celery
 from celery.signals import (
     before_task_publish,
+    import_modules,
     setup_logging,
     task_postrun,
     task_prerun,
@@ -20,6 +21,16 @@ app.autodiscover_tasks()
 
 # The message header that carries the id of the request that enqueued a task (X-Request-ID).
 REQUEST_ID_HEADER = "request_id"
+
+
+@import_modules.connect
+def _refuse_to_start_on_errors(**kwargs) -> None:
+    """The worker and beat run the start-up checks (config/checks.py) before their first task or
+    schedule, as manage.py's commands do: an error stops them with its message. Celery's own Django
+    fixup runs the checks too, but does not stop on their errors."""
+    from config.checks import refuse_to_start_on_errors
+
+    refuse_to_start_on_errors()
 
 
 @setup_logging.connect

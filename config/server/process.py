@@ -115,6 +115,10 @@ def main() -> None:
     for name, instead in GONE.items():
         if name in os.environ:
             raise ImproperlyConfigured(f"{name} is no longer read by the web process ({instead}): unset it")
+    # The settings fit together (production's policies), before granian binds its port.
+    from config.checks import refuse_to_serve_on_errors
+
+    refuse_to_serve_on_errors(preload=settings.WEB_PRELOAD)
     from granian import Granian
 
     server = Granian(**server_options(settings))

@@ -1,11 +1,14 @@
-"""Production refuses, at start-up, settings that would expose it or leak secrets, and Django's deploy
-check is clean with the production settings docs/operations.md gives."""
+"""Production refuses, at start-up, settings that would expose it or leak secrets (the start-up checks,
+config/checks.py; tests/ops/test_start_up_checks.py shows every process stopping on them), and
+Django's deploy check is clean with the production settings docs/operations.md gives."""
 
 import re
 import subprocess
 
 import pytest
 from django.conf import settings
+from django.core.checks import run_checks
+from django.test import override_settings
 
 from tests.conftest import settings_loaded
 
@@ -32,25 +35,59 @@ def test_production_starts_with_the_documented_minimum_and_sends_e_mail_over_smt
     assert result.stdout.split() == ["django.core.mail.backends.smtp.EmailBackend", "False", "False"]
 
 
+def start_up_errors(**overrides) -> list[str]:
+    """The start-up checks' errors (config/checks.py: every process runs them) for production's
+    documented minimum with `overrides`, as `id message`."""
+    production = {
+        "IS_PRODUCTION": True,
+        "DEBUG": False,
+        "SECRET_KEY": SECRET,
+        "ALLOWED_HOSTS": ["cps.example.com"],
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "ANYMAIL": {},
+        "FERNET_KEYS": [PRODUCTION["FERNET_KEYS"]],
+    }
+    with override_settings(**{**production, **overrides}):
+        return [f"{error.id} {error.msg}" for error in run_checks() if error.is_serious()]
+
+
+def test_the_start_up_checks_pass_production_with_its_documented_minimum():
+    assert start_up_errors() == []
+
+
 @pytest.mark.parametrize(
-    ("env", "named"),
+    ("overrides", "named"),
     [
-        ({"DEBUG": "true"}, "DEBUG must be false"),
-        ({"SECRET_KEY": "x"}, "SECRET_KEY must be at least 50 characters"),
-        ({"SECRET_KEY": SECRET[:49]}, "SECRET_KEY must be at least 50 characters"),
+        ({"DEBUG": True}, "cps.E001 DEBUG must be false"),
+        ({"SECRET_KEY": "x"}, "cps.E002 SECRET_KEY must be at least 50 characters"),
+        ({"SECRET_KEY": SECRET[:49]}, "cps.E002 SECRET_KEY must be at least 50 characters"),
         ({"SECRET_KEY": "ab" * 30}, "at least 5 of them different"),
-        ({"ALLOWED_HOSTS": "*"}, "ALLOWED_HOSTS must name"),
-        ({"ALLOWED_HOSTS": "cps.example.com,*"}, "ALLOWED_HOSTS must name"),
-        ({"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}, "EMAIL_BACKEND"),
-        ({"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend"}, "EMAIL_BACKEND"),
-        ({"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"}, "EMAIL_BACKEND"),
-        ({"EMAIL_BACKEND": "apps.core.mail_files.EmailBackend"}, "EMAIL_BACKEND"),
+        ({"ALLOWED_HOSTS": ["*"]}, "cps.E003 ALLOWED_HOSTS must name"),
+        ({"ALLOWED_HOSTS": ["cps.example.com", "*"]}, "cps.E003 ALLOWED_HOSTS must name"),
+        ({"ALLOWED_HOSTS": []}, "cps.E003 ALLOWED_HOSTS must name"),
+        ({"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}, "cps.E004 EMAIL_BACKEND"),
+        ({"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend"}, "cps.E004 EMAIL_BACKEND"),
+        ({"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"}, "cps.E004 EMAIL_BACKEND"),
+        ({"EMAIL_BACKEND": "apps.core.mail_files.EmailBackend"}, "cps.E004 EMAIL_BACKEND"),
     ],
 )
-def test_production_refuses_unsafe_settings_at_start_up(env, named):
-    result = start(**{**PRODUCTION, **env})
-    assert result.returncode != 0
-    assert named in result.stderr
+def test_production_refuses_unsafe_settings_at_start_up(overrides, named):
+    [error] = start_up_errors(**overrides)
+    assert named in error and error.startswith("cps.E")
+
+
+def test_development_may_debug_with_any_secret_host_and_e_mail_backend():
+    assert (
+        start_up_errors(
+            IS_PRODUCTION=False,
+            DEBUG=True,
+            SECRET_KEY="short",
+            ALLOWED_HOSTS=["*"],
+            EMAIL_BACKEND="apps.core.mail_files.EmailBackend",
+            FERNET_KEYS=[],
+        )
+        == []
+    )
 
 
 def test_development_prints_e_mails_and_writes_them_to_files_and_may_debug():

@@ -25,7 +25,7 @@ from tests.factories import (
     GitDestinationFactory,
     WebhookEndpointFactory,
 )
-from tests.ops.test_production_settings import PRODUCTION, UNSET
+from tests.ops.test_production_settings import PRODUCTION, UNSET, start_up_errors
 from tests.security.test_secrets import as_text, logs  # noqa: F401 - the fixture
 
 TOKEN = "glpat-VerySecretDeployToken-42xyz"  # a test value
@@ -118,10 +118,9 @@ WITHOUT_KEYS = (*UNSET, "FERNET_")
 def test_production_refuses_to_start_without_fernet_keys():
     env = {name: value for name, value in PRODUCTION.items() if name != "FERNET_KEYS"}
 
-    result = settings_loaded(SHOW_KEYS, env, unset=WITHOUT_KEYS)
-
-    assert result.returncode != 0
-    assert "FERNET_KEYS must be set when ENVIRONMENT=production" in result.stderr
+    assert settings_loaded(SHOW_KEYS, env, unset=WITHOUT_KEYS).stdout.split() == ["0"]
+    [error] = start_up_errors(FERNET_KEYS=[])
+    assert error.startswith("cps.E006 FERNET_KEYS must be set when ENVIRONMENT=production")
 
 
 @pytest.mark.parametrize("keys", ["not-a-key", f"{KEY_B},{KEY_A[:-4]}", f"{KEY_B},short"])
