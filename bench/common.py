@@ -35,7 +35,7 @@ QUEUE = "cps-bench"
 # the same machine (a smoke run beside a test suite's servers) does not meet the first.
 WEB_PORT, RECEIVER_PORT = int(os.environ.get("BENCH_WEB_PORT", "8401")), 8402
 # The web server of the API benchmark: the Procfile's web process (granian serving config/server/)
-# with its default processes and threads, 3 x 2 (config/settings.py; the API part checks they still
+# with its default processes and threads, 3 x 2 (config/settings/web.py; the API part checks they still
 # are, bench/api.py shipped_defaults); the API part's sweep measures the others beside it.
 WEB_CONCURRENCY = os.environ.get("BENCH_WEB_CONCURRENCY", "3")
 WEB_THREADS = os.environ.get("BENCH_WEB_THREADS", "2")

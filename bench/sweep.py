@@ -71,7 +71,7 @@ def parse_sweep(text: str) -> tuple[Config, ...]:
 
 
 def shipped_defaults() -> Config:
-    """What the Procfile's `web:` line runs here: config/settings.py read as the web process reads it
+    """What the Procfile's `web:` line runs here: config/settings/ read as the web process reads it
     (with .env, without the WEB_* variables of the environment the benchmark was started from)."""
     env = {name: value for name, value in child_env().items() if not name.startswith("WEB_")}
     show = "import config.settings as s; print(s.WEB_CONCURRENCY, s.WEB_THREADS, s.WEB_RUNTIME_MODE)"
@@ -171,7 +171,7 @@ def sweep_section(swept: dict, default: Config) -> list[str]:
         f"server and size below, started afresh in each of {swept['rounds']} round(s) (the order reversed every "
         f"other round); in each round every endpoint and its floor take one slice of {swept['seconds']} s each, in "
         "turns. ★: the fastest for that endpoint. The shipped defaults: "
-        f"{default.name}, {default.size} (config/settings.py).",
+        f"{default.name}, {default.size} (config/settings/web.py).",
         "",
         "| Server | processes x threads | Endpoint | req/s | p50 ms | p99 ms | floor req/s | ratio |",
         "|---|---|---|---:|---:|---:|---:|---:|",

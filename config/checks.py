@@ -95,13 +95,13 @@ def refuse_to_start_on_errors() -> None:
     printed, an error stops the process with the checks' report (SystemExit, status 1)."""
     import django
     from django.apps import apps
-    from django.core.management.base import BaseCommand, SystemCheckError
+    from django.core.management.base import BaseCommand, CommandError
 
     if not apps.ready:
         django.setup()
     try:
         BaseCommand().check(display_num_errors=False)
-    except SystemCheckError as error:
+    except CommandError as error:  # SystemCheckError, its report
         raise SystemExit(str(error)) from None
 
 

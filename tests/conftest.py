@@ -47,7 +47,7 @@ def _test_settings(settings):
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
     # Django's test set-up copies ALLOWED_HOSTS into a plain list (adding "testserver"), which would
-    # drop the blogs' own domains that config/settings.py's list accepts per request.
+    # drop the blogs' own domains that config/settings/environment.py's list accepts per request.
     settings.ALLOWED_HOSTS = AllowedHosts(settings.ALLOWED_HOSTS)
 
 

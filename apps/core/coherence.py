@@ -62,7 +62,7 @@ return 0
 
 
 def redis_location() -> str | None:
-    """The Redis server of the default cache (config/settings.py: REDIS_URL), or None when the
+    """The Redis server of the default cache (config/settings/database.py: REDIS_URL), or None when the
     cache is another kind (each process's memory, without REDIS_URL)."""
     cache = settings.CACHES["default"]
     if not cache["BACKEND"].endswith(".RedisCache"):

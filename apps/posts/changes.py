@@ -122,7 +122,7 @@ def _one_snapshot(connection) -> Iterator[None]:
     the changes and the posts' forms agree: a post is handed out once per change. Inside a
     transaction already begun (tests on pytest-django's `db`), its snapshot rules; the horizon
     keeps the page exact either way. SQLite's transactions take the write lock when they begin
-    (config/settings.py): its reads go without one, which the horizon allows (see channel_changes)."""
+    (config/settings/database.py): its reads go without one, which the horizon allows (see channel_changes)."""
     if connection.vendor != "postgresql" or connection.in_atomic_block:
         yield
         return

@@ -75,7 +75,7 @@ def body_fingerprint(data, *, has_body: bool) -> str:
 def request_lock(scope: RequestScope) -> bool:
     """Inside a transaction: whether this request may run, held until the transaction ends; False while
     another holds it. PostgreSQL only; SQLite's transactions take the write lock when they begin
-    (config/settings.py), so there requests with one key run one after the other instead."""
+    (config/settings/database.py), so there requests with one key run one after the other instead."""
     if connection.vendor != "postgresql":
         return True
     with connection.cursor() as cursor:

@@ -3,7 +3,7 @@ from celery import shared_task
 from apps.users import credentials, idempotency
 
 
-# The task keeps the name it was scheduled under (config/settings.py, beat) when keys lived in accounts.
+# The task keeps the name it was scheduled under (config/settings/worker.py, beat) when keys lived in accounts.
 @shared_task(name="accounts.prune_sso_tokens", ignore_result=True)
 def prune_sso_tokens() -> int:
     return credentials.sso_tokens_prune()
