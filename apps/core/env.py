@@ -38,7 +38,11 @@ def text(name: str, default: str | None = None) -> str:
 
 
 def database(name: str, default: str) -> dict:
-    """A database URL (postgres://user@host:5432/name, sqlite:///path) as Django's DATABASES entry."""
+    """A database URL (postgres://user@host:5432/name, sqlite:///path) as Django's DATABASES entry;
+    set but empty is the default, as an empty REDIS_URL is the embedded one (environ's reading gave
+    an entry without an engine, a KeyError further on)."""
+    if not text(name, "").strip():
+        return ENV.db_url_config(default)
     return ENV.db(name, default=default)
 
 

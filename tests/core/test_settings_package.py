@@ -84,6 +84,8 @@ def test_config_names_no_destination_kind_but_in_installed_apps():
         (lambda: env.limit("X", "10"), "", None),
         (lambda: env.rate("X", "1/s"), "10/h", (10, 3600)),
         (lambda: env.base_url("X", "https://a.example"), "http://127.0.0.1:81/api/", "http://127.0.0.1:81/api"),
+        (lambda: env.database("X", "sqlite:////tmp/a.db")["NAME"], "postgres://u@db:5432/cps", "cps"),
+        (lambda: env.database("X", "sqlite:////tmp/a.db")["NAME"], "", "/tmp/a.db"),
     ],
 )
 def test_each_reader_takes_its_kind_of_value(monkeypatch, read, written, value):
