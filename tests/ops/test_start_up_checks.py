@@ -1,5 +1,5 @@
 """Every process runs the start-up checks (config/checks.py) and refuses to start on an error, with
-its message: manage.py's commands, the web process and Celery's worker. One bad combination each
+its message: manage.py's commands, the web process and Celery's worker and beat. One bad combination each
 (production with DEBUG on); which combinations are refused: tests/ops/test_production_settings.py."""
 
 import os
@@ -22,6 +22,7 @@ WITHOUT = (*UNSET, "DATABASE_URL", "REDIS_URL", "CELERY_", "WEB_", "BIND", "PORT
         pytest.param(["manage.py", "check"], id="manage.py"),
         pytest.param(["-m", "config.web"], id="web"),
         pytest.param(["-m", "celery", "-A", "config", "worker", "--pool", "solo"], id="worker"),
+        pytest.param(["-m", "celery", "-A", "config", "beat", "--schedule", "/dev/null/never-written"], id="beat"),
     ],
 )
 def test_a_bad_combination_stops_the_process_at_start_up_with_its_message(command):
