@@ -17,19 +17,21 @@ WITHOUT = (*UNSET, "DATABASE_URL", "REDIS_URL", "CELERY_", "WEB_", "BIND", "PORT
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "env"),
     [
-        pytest.param(["manage.py", "check"], id="manage.py"),
-        pytest.param(["-m", "config.web"], id="web"),
-        pytest.param(["-m", "celery", "-A", "config", "worker", "--pool", "solo"], id="worker"),
-        pytest.param(["-m", "celery", "-A", "config", "beat", "--schedule", "/dev/null/never-written"], id="beat"),
+        pytest.param(["manage.py", "check"], {}, id="manage.py"),
+        pytest.param(["-m", "config.web"], {}, id="web"),
+        # Its checks then run in a process of their own, so that its workers import the application.
+        pytest.param(["-m", "config.web"], {"WEB_PRELOAD": "false"}, id="web-not-preloading"),
+        pytest.param(["-m", "celery", "-A", "config", "worker", "--pool", "solo"], {}, id="worker"),
+        pytest.param(["-m", "celery", "-A", "config", "beat", "--schedule", "/dev/null/never-written"], {}, id="beat"),
     ],
 )
-def test_a_bad_combination_stops_the_process_at_start_up_with_its_message(command):
+def test_a_bad_combination_stops_the_process_at_start_up_with_its_message(command, env):
     environment = {key: value for key, value in os.environ.items() if not key.startswith(WITHOUT)}
     result = subprocess.run(
         [sys.executable, *command],
-        env={**environment, **PRODUCTION, "DEBUG": "true"},
+        env={**environment, **PRODUCTION, "DEBUG": "true", **env},
         cwd=settings.BASE_DIR,
         capture_output=True,
         text=True,
