@@ -14,7 +14,7 @@ logger = logging.getLogger(__name__)
 API_VERSION = "1"
 
 # HTML pages (the admin, the API docs) load scripts and styles from this site only; images may also
-# come over HTTPS (a newsletter edition's images in its preview, a srcdoc frame under this policy; a
+# come over HTTPS (a mailed edition's images in its preview, a srcdoc frame under this policy; a
 # post body's preview has the blogs' own policy, apps/blog/site.py). The docs page has an inline
 # <style> block, hence 'unsafe-inline' for styles; never for scripts.
 PAGE_CSP = (

@@ -82,7 +82,7 @@ class RequestLogMiddleware:
 
 
 def loggable_path(request: HttpRequest) -> str:
-    """The request's path with the token a link carries in it (a newsletter reader's confirm or
+    """The request's path with the token a link carries in it (a mailing list reader's confirm or
     unsubscribe link: the token is the link's only key) left out, so that the logs give no one the
     power of the link."""
     match = getattr(request, "resolver_match", None)

@@ -2,7 +2,7 @@
 config/server/asgi.py.
 
 Why it exists: granian takes its options from its command line or its Python API, not from Django's
-settings. Here they are the settings (config/settings.py, the WEB_* block), read from the environment
+settings. Here they are the settings (config/settings/web.py), read from the environment
 and the `.env` file beside manage.py and checked at start-up like every other setting, before granian
 binds its port; the settings gunicorn read that granian has no counterpart for stop the start-up, and
 granian's own log lines go through the service's escaping formatter. granian has no control socket;

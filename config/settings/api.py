@@ -5,7 +5,7 @@ from apps.core import env
 
 # --- Django REST framework and the OpenAPI schema ---
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.users.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["apps.api.permissions.HasRequiredScope"],
     "DEFAULT_RENDERER_CLASSES": ["apps.api.rendering.JSONRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.api.rendering.ContentNegotiation",
@@ -77,6 +77,9 @@ API_LOOKUP_CACHE_SECONDS = env.non_negative_int("API_LOOKUP_CACHE_SECONDS", 300)
 # The answer to a write sent with an Idempotency-Key is given again to the same request for this long
 # (apps/api/idempotency.py); past it the key is free, and the request runs again.
 IDEMPOTENCY_KEY_TTL = env.duration("IDEMPOTENCY_KEY_TTL", "PT24H")
+# Where those answers are kept, with the API keys they belong to: the module apps/api/idempotency.py
+# asks (named here, so that the HTTP layer imports no app).
+IDEMPOTENCY_STORE = "apps.users.idempotency"
 
 # --- Rate limits: requests per account per clock hour, by plan; empty means unlimited ---
 RATE_LIMITS = {

@@ -53,7 +53,7 @@ MIDDLEWARE = [
 
 AUTHENTICATION_BACKENDS = [
     # django-axes first: it refuses a throttled address before any password is checked.
-    "apps.api.sign_in_limits.LoginThrottleBackend",
+    "apps.users.sign_in_limits.LoginThrottleBackend",
     # ModelBackend's sign-in, with what a user may do in the admin from the Settings area's access table.
     "apps.settings_area.access.AccessBackend",
 ]

@@ -24,18 +24,18 @@ ADMIN_LOGIN_FAILURE_LIMIT = env.limit("ADMIN_LOGIN_FAILURE_LIMIT", "10")
 # admins (an operator's: the operators) get one e-mail. Twice the address's limit: a person mistyping
 # from one address meets that one first; guessing spread over many addresses gets 20 tries an hour.
 SIGN_IN_FAILURE_LIMIT_PER_EMAIL = env.limit("SIGN_IN_FAILURE_LIMIT_PER_EMAIL", "20")
-# django-axes counts them (apps/api/sign_in_limits.py): by client address as the API's rate limits see it
+# django-axes counts them (apps/users/sign_in_limits.py): by client address as the API's rate limits see it
 # (NUM_PROXIES), in the default cache, forgotten 15 minutes after the address's last failure. The
 # attempt that reaches the limit gets the form back; later ones get 429 with Retry-After until then.
 AXES_LOCKOUT_PARAMETERS = ["ip_address"]
-AXES_FAILURE_LIMIT = "apps.api.sign_in_limits.admin_login_failure_limit"
-AXES_COOLOFF_TIME = "apps.api.sign_in_limits.admin_login_cool_off"
+AXES_FAILURE_LIMIT = "apps.users.sign_in_limits.admin_login_failure_limit"
+AXES_COOLOFF_TIME = "apps.users.sign_in_limits.admin_login_cool_off"
 AXES_CLIENT_IP_CALLABLE = "apps.api.ratelimit.client_address"
 # Where the e-mail is in the credentials (for its budget): authenticate()'s keyword, the sign-in forms'
 # field. axes' default, USERNAME_FIELD ("email"), is not in what user_login_failed reports.
 AXES_USERNAME_FORM_FIELD = "username"
-AXES_HANDLER = "apps.api.sign_in_limits.LoginFailureHandler"
-AXES_LOCKOUT_CALLABLE = "apps.api.middleware.login_throttled"
+AXES_HANDLER = "apps.users.sign_in_limits.LoginFailureHandler"
+AXES_LOCKOUT_CALLABLE = "apps.users.sign_in_limits.login_throttled"
 AXES_HTTP_RESPONSE_CODE = 429
 # Refused attempts are not counted, so they do not prolong the lockout; a success does not clear it.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False

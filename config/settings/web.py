@@ -1,4 +1,4 @@
-"""The web process (config/web.py: granian serving config/asgi.py): where it listens, its processes
+"""The web process (config/web.py: granian serving config/server/): where it listens, its processes
 and timeouts, and the service's public address built from it."""
 
 import ipaddress

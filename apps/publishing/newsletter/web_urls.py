@@ -10,7 +10,7 @@ app_name = "newsletter"
 
 urlpatterns = []
 
-# Where the providers check who calls (config/settings.py, NEWSLETTER_TRACKING_WEBHOOKS). Anymail's
+# Where the providers check who calls (conf.py, NEWSLETTER_TRACKING_WEBHOOKS). Anymail's
 # inbound-mail views are left out: nothing takes mail in.
 if settings.NEWSLETTER_TRACKING_WEBHOOKS:
     tracking_webhooks = [pattern for pattern in anymail_urlpatterns if pattern.name.endswith("tracking_webhook")]
