@@ -14,15 +14,11 @@ from dulwich.repo import Repo
 
 from apps.accounts.models import Account
 from apps.channels.models import Channel, Platform, Team
+from apps.posts.api_workflow import post_mark_publishing_pending, post_publish
+from apps.posts.editor_status import post_set_status
+from apps.posts.lifecycle import posts_put
 from apps.posts.models import ApiPublication, Post, PublicationStatus, Tag
-from apps.posts.services import (
-    MediaInput,
-    post_create,
-    post_mark_publishing_pending,
-    post_publish,
-    post_set_status,
-    posts_put,
-)
+from apps.posts.services import MediaInput, post_create
 from apps.publishing.git.models import GitDestination
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.newsletter.services import ImportRow, subscribers_import

@@ -1,4 +1,4 @@
-"""The content side of the web app. Every change of a post goes through apps/posts/services.py:
+"""The content side of the web app. Every change of a post goes through the post services:
 content through post_create / post_update_content (one call per save, so a save is one content
 change), status and schedule through post_set_status, the `api` workflow through its functions."""
 
@@ -23,8 +23,10 @@ from apps.core.errors import DomainError
 from apps.core.http import content_length
 from apps.core.markdown import render_markdown
 from apps.posts.admin_publication import PUBLISH_NOW, PublicationAdmin
+from apps.posts.api_workflow import post_mark_publishing_pending, post_publish, post_unpublish
+from apps.posts.editor_status import post_set_status
 from apps.posts.models import ApiPublication, Media, Post, Tag
-from apps.posts.publication import PostSubject
+from apps.posts.pipeline_subject import PostSubject
 from apps.posts.selectors import page_url
 from apps.posts.services import (
     CONTENT_FIELDS,
@@ -34,10 +36,6 @@ from apps.posts.services import (
     one_line_end,
     post_create,
     post_delete,
-    post_mark_publishing_pending,
-    post_publish,
-    post_set_status,
-    post_unpublish,
     post_update_content,
 )
 from apps.publishing.selectors import latest_publications

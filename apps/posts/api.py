@@ -18,6 +18,7 @@ from apps.api.pagination import CursorPagePagination
 from apps.api.request_fields import QueryFilterSerializer, StrictCharField, StrictSerializer
 from apps.api.schema import common_errors, error
 from apps.channels.selectors import channel_get, channel_version
+from apps.posts.api_workflow import post_publish, post_unpublish
 from apps.posts.models import (
     EXTERNAL_ID_MAX_LENGTH,
     TAG_NAME_MAX_LENGTH,
@@ -32,7 +33,6 @@ from apps.posts.serializers import (
     PostWorkflowResultSerializer,
     own_columns,
 )
-from apps.posts.services import post_publish, post_unpublish
 from apps.posts.write_api import PostCreate, PostEdit, PostResponseSerializer, single_post
 
 # --- response envelopes ------------------------------------------------------------------------

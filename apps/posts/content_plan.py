@@ -18,9 +18,9 @@ from django.utils import timezone
 
 from apps.channels.models import Platform, through_destination
 from apps.posts.events import PostEvent
+from apps.posts.lifecycle import posts_hand_over, posts_put
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.serializers import posts_webhook_data
-from apps.posts.services import posts_hand_over, posts_put
 from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.services import JobInput, jobs_enqueue
 from apps.webhooks.services import EventInput, events_emit

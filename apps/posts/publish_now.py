@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from apps.channels.models import Channel
 from apps.core.destinations import kind_for
 from apps.core.errors import DomainError, NotFound
+from apps.posts.editor_status import post_publish_now
+from apps.posts.lifecycle import POST_NOT_FOUND
 from apps.posts.models import Post, PublicationStatus
-from apps.posts.states import POST_NOT_FOUND
-from apps.posts.status import post_publish_now
 
 BLOG = "The post goes on the blog now."
 # The specification's publishing workflow for api channels: the external system publishes the post.

@@ -1,10 +1,12 @@
-"""Every state change of a post. Each function runs in one transaction and locks the post's row
-first, so two requests on the same post (two publish calls, an admin save beside an API call)
-run one after the other and the second sees what the first did.
+"""A post's content: created, changed and deleted. Each function runs in one transaction and locks
+the post's row first, so two requests on the same post (two saves, an admin save beside an API
+call) run one after the other and the second sees what the first did.
 
-Here: a post's content (create, update, delete). The states and what every change does alike are
-in states.py; the external publishing workflow of `api` channels and the pipeline's outcomes in
-workflow.py; editors' status changes in status.py. Their public functions are importable from here.
+A post's state changes live in this package, one module per concern: its content here; what every
+change does alike, and which fields each state sets, in lifecycle.py; editors' status changes in
+editor_status.py; the `api` channels' external workflow in api_workflow.py; the publishing
+pipeline's outcomes in pipeline_subject.py. Each caller imports a name from the module that defines
+it (this one re-exports nothing).
 """
 
 import secrets
@@ -19,70 +21,13 @@ from apps.channels.models import Channel
 from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
 from apps.posts.events import PostEvent
+from apps.posts.lifecycle import emit, locked_post, publication_under_way, request_job, validate_fields
 from apps.posts.models import SLUG_MAX_LENGTH, Media, Post, PublicationStatus, Tag
-from apps.posts.states import (
-    POST_NOT_FOUND,
-    emit,
-    locked_post,
-    posts_hand_over,
-    posts_put,
-    publication_under_way,
-    request_job,
-    state_values,
-    validate_fields,
-)
-from apps.posts.status import (
-    ANY,
-    DESTINATION_TRANSITIONS,
-    DIRECT_TRANSITIONS,
-    EXTERNAL_TRANSITIONS,
-    Step,
-    post_publish_now,
-    post_set_status,
-)
-from apps.posts.workflow import (
-    post_mark_publishing_pending,
-    post_publication_confirmed,
-    post_publication_failed,
-    post_publish,
-    post_unpublish,
-)
 from apps.publishing.models import JobAction
 from apps.publishing.services import jobs_cancel
 
-# The public names of the post services, wherever they live (callers import them from here).
-__all__ = [
-    "ANY",
-    "CONTENT_FIELDS",
-    "DESTINATION_TRANSITIONS",
-    "DIRECT_TRANSITIONS",
-    "EMPTY_CONTENT",
-    "EXTERNAL_TRANSITIONS",
-    "MEDIA_INPUT_FIELDS",
-    "POST_NOT_FOUND",
-    "SLUG_NUMBERS",
-    "MediaInput",
-    "Step",
-    "check_tags_of_account",
-    "locked_post_change",
-    "one_line_end",
-    "post_create",
-    "post_delete",
-    "post_mark_publishing_pending",
-    "post_publication_confirmed",
-    "post_publication_failed",
-    "post_publish",
-    "post_publish_now",
-    "post_set_status",
-    "post_unpublish",
-    "post_update_content",
-    "posts_hand_over",
-    "posts_put",
-    "state_values",
-]
-
 # The content of a post: what `post.updated` is about. Status, schedule and external references
-# are workflow state and change only through the workflow functions (workflow.py, status.py).
+# are workflow state and change only through editor_status.py and api_workflow.py.
 CONTENT_FIELDS: Final = ("title", "body", "teaser", "slug", "meta_title", "meta_description")
 # What an empty (or blank, or missing) value of these is stored as: the spec types the teaser and
 # the slug as strings (an empty slug is then made from the title), the SEO texts as string or null.

@@ -14,6 +14,7 @@ from apps.api.request_fields import StrictCharField, StrictSerializer
 from apps.api.schema import PreconditionDetailSerializer, common_errors, error, error_with_details
 from apps.channels.selectors import channel_get
 from apps.core.errors import NotFound
+from apps.posts.lifecycle import POST_NOT_FOUND
 from apps.posts.models import (
     META_DESCRIPTION_MAX_LENGTH,
     META_TITLE_MAX_LENGTH,
@@ -27,7 +28,6 @@ from apps.posts.models import (
 )
 from apps.posts.selectors import post_details
 from apps.posts.serializers import PostDetailSerializer, columns
-from apps.posts.services import POST_NOT_FOUND
 from apps.posts.writing import Writer, post_write, post_write_delete, post_write_new
 from apps.users.models import Permission
 

@@ -19,11 +19,11 @@ from apps.channels.models import Channel
 from apps.core.errors import DomainError, Forbidden, NotFound
 from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
+from apps.posts.editor_status import post_set_status
+from apps.posts.lifecycle import POST_NOT_FOUND, locked_post
 from apps.posts.models import Post, PublicationStatus, Tag
 from apps.posts.publish_now import publish_now
 from apps.posts.services import locked_post_change, post_create, post_delete
-from apps.posts.states import POST_NOT_FOUND, locked_post
-from apps.posts.status import post_set_status
 
 _S = PublicationStatus
 # A caller's check of the post as it is now, made with its row locked, before anything changes (the

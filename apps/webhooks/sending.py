@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from apps.core import crypto
 from apps.core.outbox import lease_end, unleased
+from apps.core.threads import WorkerThreads
 from apps.webhooks import breaker, outbox, transport
 from apps.webhooks.models import Attempt, AttemptTrigger, Delivery, DeliveryStatus, WebhookEndpoint
 from apps.webhooks.outcomes import Outcome
-from apps.webhooks.senders import SenderPool
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def deliveries_attempt(
     delivery_ids: list[str],
     hand_over: HandOver,
     manual: bool = False,
-    pool: SenderPool | None = None,
+    pool: WorkerThreads | None = None,
     patience: float | None = None,
 ) -> list[Attempt]:
     """Make one attempt of each due delivery among `delivery_ids` that no other worker holds and

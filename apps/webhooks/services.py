@@ -19,6 +19,7 @@ from apps.accounts.models import Account
 from apps.core.addresses import check_url
 from apps.core.errors import Conflict
 from apps.core.keep import KEEP, Keep
+from apps.core.threads import WorkerThreads
 from apps.core.validation import field_error
 from apps.webhooks import outbox, sending, upkeep
 from apps.webhooks.events import WebhookEvent
@@ -35,7 +36,6 @@ from apps.webhooks.models import (
     standard_key,
 )
 from apps.webhooks.outbox import COPY_MIN_ROWS, SWEEP_BATCH, EventInput
-from apps.webhooks.senders import SenderPool
 from apps.webhooks.upkeep import history_prune
 
 __all__ = [
@@ -108,7 +108,7 @@ def enqueue(delivery_ids: list[str], *, manual: bool = False) -> None:
 
 
 def delivery_attempt(
-    *, delivery_id: str, manual: bool = False, pool: SenderPool | None = None, patience: float | None = None
+    *, delivery_id: str, manual: bool = False, pool: WorkerThreads | None = None, patience: float | None = None
 ) -> Attempt | None:
     """Make one attempt of a delivery (None when it is not due, another worker holds it, or it
     did not end within the `patience` given with a `pool`)."""
@@ -117,7 +117,7 @@ def delivery_attempt(
 
 
 def deliveries_attempt(
-    *, delivery_ids: list[str], manual: bool = False, pool: SenderPool | None = None, patience: float | None = None
+    *, delivery_ids: list[str], manual: bool = False, pool: WorkerThreads | None = None, patience: float | None = None
 ) -> list[Attempt]:
     """Make one attempt of each due delivery among `delivery_ids` (see sending.deliveries_attempt);
     what waited for their endpoints is handed to the broker."""

@@ -1,7 +1,7 @@
 from celery import shared_task
 from celery.signals import worker_process_shutdown
 
-from apps.webhooks import senders, services
+from apps.webhooks import attempt_threads, services
 
 # How long a task waits for its attempts (on the process's sender threads) before it returns and
 # frees its worker process for the next task. Attempts to a working receiver end well within it;
@@ -11,12 +11,12 @@ PATIENCE = 0.25
 
 @shared_task(name="webhooks.deliver", acks_late=True, ignore_result=True)
 def deliver_webhook(delivery_id: str, manual: bool = False) -> None:
-    services.delivery_attempt(delivery_id=delivery_id, manual=manual, pool=senders.pool(), patience=PATIENCE)
+    services.delivery_attempt(delivery_id=delivery_id, manual=manual, pool=attempt_threads.pool(), patience=PATIENCE)
 
 
 @shared_task(name="webhooks.deliver_batch", acks_late=True, ignore_result=True)
 def deliver_webhooks(delivery_ids: list[str]) -> None:
-    services.deliveries_attempt(delivery_ids=delivery_ids, pool=senders.pool(), patience=PATIENCE)
+    services.deliveries_attempt(delivery_ids=delivery_ids, pool=attempt_threads.pool(), patience=PATIENCE)
 
 
 @shared_task(name="webhooks.sweep", ignore_result=True)
@@ -32,4 +32,4 @@ def prune_webhook_history() -> int:
 @worker_process_shutdown.connect
 def _finish_attempts(**kwargs) -> None:
     """A worker stopping lets its attempts in flight end and be recorded (at most WEBHOOK_TIMEOUT)."""
-    senders.finish()
+    attempt_threads.finish()

@@ -22,15 +22,11 @@ from apps.channels.models import Channel, Team
 from apps.channels.selectors import channel_version
 from apps.core.errors import DomainError
 from apps.posts import api as posts_api
+from apps.posts.api_workflow import post_mark_publishing_pending
 from apps.posts.content_plan import content_plan_run
+from apps.posts.editor_status import post_set_status
 from apps.posts.models import Media, Post
-from apps.posts.services import (
-    MediaInput,
-    post_create,
-    post_mark_publishing_pending,
-    post_set_status,
-    post_update_content,
-)
+from apps.posts.services import MediaInput, post_create, post_update_content
 from tests.conftest import requires_postgres
 from tests.factories import (
     AccountFactory,

@@ -25,8 +25,8 @@ from apps.channels.models import Channel
 from apps.core import coherence, destinations
 from apps.core.destinations import DestinationKind, Outcome
 from apps.posts.content_plan import content_plan_run
+from apps.posts.editor_status import post_publish_now
 from apps.posts.models import Post
-from apps.posts.services import post_publish_now
 from apps.publishing import services as publishing_services
 from apps.publishing.services import channel_run
 from apps.users.models import ApiKey

@@ -11,13 +11,9 @@ from jsonschema import Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from apps.posts.services import (
-    post_mark_publishing_pending,
-    post_publication_failed,
-    post_publish,
-    post_unpublish,
-    post_update_content,
-)
+from apps.posts.api_workflow import post_mark_publishing_pending, post_publish, post_unpublish
+from apps.posts.pipeline_subject import post_publication_failed
+from apps.posts.services import post_update_content
 from apps.publishing.newsletter.services import subscriber_create, subscriber_unsubscribe
 from apps.users.models import LoginMethod, Role
 from apps.users.services import user_create, user_delete, user_record_login, user_update

@@ -14,8 +14,9 @@ import pytest
 from django.utils import timezone
 
 from apps.posts.content_plan import content_plan_run
+from apps.posts.editor_status import post_set_status
 from apps.posts.models import Media, Post
-from apps.posts.services import MediaInput, post_create, post_delete, post_set_status, post_update_content
+from apps.posts.services import MediaInput, post_create, post_delete, post_update_content
 from apps.users.models import Role
 from tests.conftest import admin_session
 from tests.factories import (

@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from apps.channels.models import Channel
 from apps.posts.content_plan import content_plan_run
+from apps.posts.editor_status import post_set_status
 from apps.posts.models import Media, Post, Tag
-from apps.posts.services import MediaInput, post_create, post_set_status, post_update_content
+from apps.posts.services import MediaInput, post_create, post_update_content
 from tests.factories import ApiPublicationFactory, ChannelFactory, MediaFactory, PostFactory, TagFactory, TeamFactory
 from tests.posts.test_post_admin import CHANGELIST, change_url, form_data
 

@@ -12,8 +12,9 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.channels.models import Channel
 from apps.demo.seed import seed_demo
+from apps.posts.editor_status import post_set_status
 from apps.posts.models import Post
-from apps.posts.services import post_create, post_set_status
+from apps.posts.services import post_create
 from tests.conftest import requires_postgres, run_together
 from tests.factories import ChannelFactory, PostFactory, WebhookEndpointFactory
 from tests.posts.test_post_admin import form_data

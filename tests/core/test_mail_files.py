@@ -12,7 +12,8 @@ import pytest
 from django.conf import settings
 from django.core.mail import send_mail
 
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create
 from apps.publishing.newsletter.services import confirmations_send
 from apps.publishing.services import channel_run
 from tests.conftest import settings_loaded

@@ -4,16 +4,10 @@ import pytest
 from django.utils import timezone
 
 from apps.core.errors import DomainError, InvalidInput, NotFound
+from apps.posts.api_workflow import post_mark_publishing_pending, post_publish, post_unpublish
+from apps.posts.editor_status import post_set_status
 from apps.posts.models import ApiPublication, Media, Post
-from apps.posts.services import (
-    MediaInput,
-    post_create,
-    post_mark_publishing_pending,
-    post_publish,
-    post_set_status,
-    post_unpublish,
-    post_update_content,
-)
+from apps.posts.services import MediaInput, post_create, post_update_content
 from tests.factories import (
     AccountFactory,
     ApiPublicationFactory,

@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.posts.services import post_create, post_publish_now, post_update_content
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create, post_update_content
 from apps.publishing.git.models import GitDestination
 from apps.publishing.models import PublicationJob
 from apps.publishing.services import channel_run

@@ -15,7 +15,8 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from apps.core import crypto
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create
 from apps.publishing.git.models import GitDestination
 from apps.publishing.services import channel_run
 from tests.conftest import database_url, json_error, requires_postgres

@@ -10,7 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command, execute_from_command_line
 from django.db import connections
 
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create
 from apps.publishing.linkedin.models import LinkedInConnection
 from apps.publishing.models import JobState, PublicationJob
 from apps.publishing.services import channel_run

@@ -10,7 +10,8 @@ from cryptography.fernet import Fernet, InvalidToken
 from django.core import mail
 
 from apps.core import crypto
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create
 from apps.publishing.git.models import GitDestination
 from apps.publishing.models import PublicationJob
 from apps.publishing.services import channel_run

@@ -16,8 +16,9 @@ from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 
 from apps.core.errors import InvalidInput
+from apps.posts.editor_status import post_publish_now, post_set_status
 from apps.posts.models import Post
-from apps.posts.services import post_create, post_delete, post_publish_now, post_set_status, post_update_content
+from apps.posts.services import post_create, post_delete, post_update_content
 from apps.publishing.git import repository
 from apps.publishing.git.models import GitDestination
 from apps.publishing.git.services import GitSettings, git_destination_save, git_settings_check

@@ -10,7 +10,8 @@ import pytest
 
 from apps.core.destinations import PublishError
 from apps.core.errors import InvalidInput
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create
 from apps.publishing.git import paths, repository
 from apps.publishing.git.models import GitDestination
 from apps.publishing.git.remote import Credentials, parse_remote

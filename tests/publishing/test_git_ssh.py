@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from apps.core.errors import InvalidInput
-from apps.posts.services import post_create, post_publish_now, post_update_content
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create, post_update_content
 from apps.publishing import services as publishing_services
 from apps.publishing.git.models import GitDestination
 from apps.publishing.git.remote import Remote, parse_remote

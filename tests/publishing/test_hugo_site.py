@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from dulwich import porcelain
 
-from apps.posts.services import post_create, post_publish_now, post_set_status
+from apps.posts.editor_status import post_publish_now, post_set_status
+from apps.posts.services import post_create
 from apps.publishing.services import channel_run
 from tests.factories import TagFactory
 

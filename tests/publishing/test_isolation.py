@@ -9,7 +9,8 @@ import threading
 import pytest
 from django.db import transaction
 
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.models import PublicationJob
 from apps.webhooks.services import event_emit

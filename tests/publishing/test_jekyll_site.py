@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from dulwich import porcelain
 
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.services import channel_run
 from tests.factories import ChannelFactory, TagFactory

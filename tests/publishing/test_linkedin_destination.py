@@ -12,8 +12,9 @@ import requests
 from django.utils import timezone
 
 from apps.core.errors import InvalidInput
+from apps.posts.editor_status import post_publish_now, post_set_status
 from apps.posts.models import Post
-from apps.posts.services import post_create, post_delete, post_publish_now, post_set_status, post_update_content
+from apps.posts.services import post_create, post_delete, post_update_content
 from apps.publishing.linkedin.models import LinkedInConnection
 from apps.publishing.linkedin.services import connection_author_set, connection_save
 from apps.publishing.models import PublicationJob

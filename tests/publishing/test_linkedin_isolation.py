@@ -9,8 +9,9 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
+from apps.posts.editor_status import post_publish_now
 from apps.posts.models import PublicationStatus
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.services import post_create
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.linkedin.models import SentPost
 from apps.publishing.linkedin.services import connection_save

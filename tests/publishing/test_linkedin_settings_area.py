@@ -14,8 +14,9 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from apps.core import crypto
+from apps.posts.editor_status import post_set_status
 from apps.posts.models import PublicationStatus
-from apps.posts.services import post_create, post_set_status
+from apps.posts.services import post_create
 from apps.publishing.linkedin.admin import SESSION_KEY
 from apps.publishing.linkedin.models import LinkedInConnection
 from apps.publishing.linkedin.services import connection_author_set, connection_lost, connection_save

@@ -17,14 +17,9 @@ from django.utils import timezone
 from apps.core import destinations
 from apps.core.destinations import DestinationKind, Document, JobContext, Outcome, PublishError
 from apps.posts.content_plan import content_plan_run
+from apps.posts.editor_status import post_publish_now, post_set_status
 from apps.posts.models import Post
-from apps.posts.services import (
-    post_create,
-    post_delete,
-    post_publish_now,
-    post_set_status,
-    post_update_content,
-)
+from apps.posts.services import post_create, post_delete, post_update_content
 from apps.publishing import services
 from apps.publishing.git.destination import KIND as GIT_KIND
 from apps.publishing.models import JobAction, PublicationJob

@@ -12,8 +12,9 @@ from django.contrib.admin.models import LogEntry
 from django.utils import timezone
 
 from apps.core import crypto
+from apps.posts.editor_status import post_publish_now, post_set_status
 from apps.posts.models import Post
-from apps.posts.services import post_create, post_publish_now, post_set_status
+from apps.posts.services import post_create
 from apps.publishing.git.models import GitDestination
 from apps.publishing.models import PublicationJob
 from apps.publishing.services import channel_run

@@ -8,7 +8,7 @@ import requests
 from django.contrib.sessions.models import Session
 from django.utils import timezone
 
-from apps.posts import workflow
+from apps.posts import api_workflow
 from apps.users import credentials as account_services
 from apps.webhooks.models import Event
 from tests.conftest import requires_postgres, run_together
@@ -23,13 +23,13 @@ CALLS = 20
 def slow_transition(monkeypatch):
     """Widen the window between reading the post and writing it, so the calls are inside it at once;
     without the lock several would read `publishing_pending` and succeed."""
-    original = workflow.put_state
+    original = api_workflow.put_state
 
     def slow(post, status, **kwargs):
         time.sleep(0.3)
         original(post, status, **kwargs)
 
-    monkeypatch.setattr(workflow, "put_state", slow)
+    monkeypatch.setattr(api_workflow, "put_state", slow)
 
 
 @pytest.fixture

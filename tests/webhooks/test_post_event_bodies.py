@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from apps.posts.services import post_set_status
+from apps.posts.editor_status import post_set_status
 from apps.webhooks.models import Delivery, Event
 from apps.webhooks.services import delivery_attempt
 from tests.factories import ApiKeyFactory, ApiPublicationFactory, PostFactory

@@ -13,7 +13,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from django.utils import timezone
 
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create
 from apps.publishing.newsletter import services
 from apps.publishing.newsletter.models import Subscriber, Suppression, email_hash
 from apps.publishing.newsletter.tasks import send_confirmations

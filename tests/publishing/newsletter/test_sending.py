@@ -13,8 +13,9 @@ from django.core import mail
 from django.db.models import F
 
 from apps.core.destinations import JobContext, PublishError
+from apps.posts.editor_status import post_publish_now, post_set_status
 from apps.posts.models import Post
-from apps.posts.services import post_create, post_publish_now, post_set_status, post_update_content
+from apps.posts.services import post_create, post_update_content
 from apps.publishing.models import PublicationJob
 from apps.publishing.newsletter import editions
 from apps.publishing.newsletter.editions import edition_send_uncertain

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.editor_status import post_publish_now
+from apps.posts.services import post_create
 from apps.publishing.newsletter.services import confirmations_send
 from apps.publishing.services import channel_run
 from tests.factories import NewsletterChannelFactory, SubscriberFactory

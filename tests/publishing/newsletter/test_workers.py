@@ -11,8 +11,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from apps.posts.editor_status import post_publish_now
 from apps.posts.models import Post
-from apps.posts.services import post_create, post_publish_now
+from apps.posts.services import post_create
 from apps.publishing import services, workers
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.models import PublicationJob

@@ -1,6 +1,12 @@
-"""The states of a post, the one place that says what each state's fields are, and what every change
-of a post does alike: lock its row, validate the fields it sets, write its event in the change's
-transaction, ask its channel's destination for a job."""
+"""A post's lifecycle, the base every change of its state stands on: its states and the one place
+that says which fields each state sets (state_values), and the steps every change takes alike: lock
+the post's row, validate the fields it sets, write its event in the change's transaction, ask the
+channel's destination for a job.
+
+The changes themselves are in the modules beside this one, by who makes them: services.py (a post's
+content), editor_status.py (editors' status changes), api_workflow.py (the external system's
+confirm and revert on `api` channels), pipeline_subject.py (a destination's jobs' outcomes),
+content_plan.py (scheduled posts whose time has come, in batches)."""
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime

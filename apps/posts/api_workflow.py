@@ -1,6 +1,8 @@
-"""The external publishing workflow of `api` channels (the external system confirms or reverts a
-post's publication), and what the publishing pipeline reports of a destination's jobs. Each
-function runs in one transaction and locks the post's row first."""
+"""The external publishing workflow of `api` channels: a post handed to the external system
+(`publishing_pending`), which confirms its publication (`published`) or reverts it (`draft`) through
+the API's publish and unpublish endpoints. Each function runs in one transaction and locks the
+post's row first; editors' changes on `api` channels (editor_status.py) run through these too, so
+the workflow's rules and events apply whoever triggers them."""
 
 from django.db import transaction
 from django.utils import timezone
@@ -9,11 +11,8 @@ from apps.accounts.models import Account
 from apps.channels.selectors import channel_get
 from apps.core.errors import DomainError, NotFound
 from apps.posts.events import PostEvent
+from apps.posts.lifecycle import POST_NOT_FOUND, emit, locked_post, put_state, validate_fields
 from apps.posts.models import ApiPublication, Post, PublicationStatus
-from apps.posts.serializers import post_webhook_data, publication_webhook_data
-from apps.posts.states import POST_NOT_FOUND, emit, locked_post, locked_post_or_none, put_state, validate_fields
-from apps.publishing.models import JobAction, PublicationJob
-from apps.webhooks.services import event_emit
 
 
 def only_api_platform() -> DomainError:
@@ -115,33 +114,3 @@ def post_unpublish(*, post_id: int, channel_id: int, account: Account) -> Post:
     publication.save(update_fields=["confirmed_at", "external_id", "external_url"])
     emit(PostEvent.UNPUBLISHED, post)
     return post
-
-
-# --- outcomes of publication jobs (called by the pipeline, in the transaction that records them) --
-
-
-def post_publication_confirmed(*, job: PublicationJob) -> None:
-    """The destination has the post: a first publication makes it `published`, dated as the file
-    says, and sends `post.published`. Not when the editor has since taken it back (an unpublish
-    job follows this one and takes it down)."""
-    if job.action != JobAction.PUBLISH:
-        return
-    post = locked_post_or_none(job.post_id)
-    if post is None or post.publication_status == PublicationStatus.PUBLISHED:
-        return
-    if PublicationJob.objects.filter(post_id=post.pk, action=JobAction.UNPUBLISH, id__gt=job.pk).exists():
-        return
-    put_state(post, PublicationStatus.PUBLISHED, at=job.published_at or timezone.now())
-    emit(PostEvent.PUBLISHED, post)
-
-
-def post_publication_failed(*, job: PublicationJob) -> None:
-    """A job failed for good: `post.failed` with the post (null once deleted) and the job's error."""
-    post = Post.objects.select_related("channel__account").filter(pk=job.post_id).first()
-    channel = post.channel if post is not None else job.channel
-    data = {
-        "post": post_webhook_data(post) if post is not None else None,
-        "post_id": job.post_id,
-        "publication": publication_webhook_data(job),
-    }
-    event_emit(account=channel.account, kind=PostEvent.FAILED, data=data, post_id=job.post_id)

@@ -1,5 +1,6 @@
-"""Status changes made by editors (the Settings area, the admin, demo data): what a change from one
-status to another does, by how the post's channel publishes."""
+"""Status changes made by editors (the Settings area, the admin, the API's writes, demo data): what a
+change from one status to another does, by how the post's channel publishes (the transition
+tables), and the Settings area's "Publish now"."""
 
 from collections.abc import Callable
 from datetime import datetime
@@ -11,10 +12,10 @@ from django.utils import timezone
 from apps.channels.models import Channel
 from apps.core.errors import DomainError, NotFound
 from apps.core.validation import field_error
+from apps.posts.api_workflow import only_api_platform, post_mark_publishing_pending, post_publish, post_unpublish
 from apps.posts.events import PostEvent
+from apps.posts.lifecycle import POST_NOT_FOUND, emit, locked_post, publication_under_way, put_state, request_job
 from apps.posts.models import Post, PublicationStatus
-from apps.posts.states import POST_NOT_FOUND, emit, locked_post, publication_under_way, put_state, request_job
-from apps.posts.workflow import only_api_platform, post_mark_publishing_pending, post_publish, post_unpublish
 from apps.publishing.models import JobAction
 from apps.publishing.services import jobs_cancel
 
@@ -93,7 +94,7 @@ def _sending(kind: str, change: Step) -> Step:
 _S = PublicationStatus
 # What an editor's change of status (from, to) does, by how the channel publishes; a row for
 # (from, to) wins over the row for (ANY, to). On `api` channels the workflow's own transitions
-# run through the workflow functions (workflow.py), so their rules and events apply whoever triggers
+# run through the workflow functions (api_workflow.py), so their rules and events apply whoever triggers
 # them. Other channels publish directly; `publishing_pending` does not exist there.
 EXTERNAL_TRANSITIONS: Final[dict[tuple[str, str], Step]] = {
     (ANY, _S.PUBLISHING_PENDING): _hand_over,

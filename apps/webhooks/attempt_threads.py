@@ -1,5 +1,5 @@
-"""The threads a worker process sends webhook attempts on (see apps/core/threads.py): a receiver
-that hangs holds one thread, never a worker process."""
+"""The threads a worker process makes its webhook attempts on (see apps/core/threads.py), which the
+tasks hand to sending.py: a receiver that hangs holds one thread, never a worker process."""
 
 from django.conf import settings
 
@@ -7,8 +7,6 @@ from apps.core.threads import WorkerThreads, process_pool
 from apps.core.threads import finish as finish_pool
 
 POOL = "webhook-sender"
-
-SenderPool = WorkerThreads
 
 
 def pool() -> WorkerThreads:
