@@ -31,7 +31,6 @@ from apps.posts.selectors import channel_posts_page, post_channel_version
 from apps.posts.serializers import (
     PostListItemSerializer,
     PostWorkflowResultSerializer,
-    own_columns,
 )
 from apps.posts.write_api import PostCreate, PostEdit, PostResponseSerializer, single_post
 
@@ -134,8 +133,7 @@ class ChannelPostListView(PostCreate, APIView):
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, listed=True)
         paginator = self.pagination_class()
         window = paginator.window(request, list_key=posts_list_key(channel.pk, filters))
-        columns = own_columns(PostListItemSerializer)
-        rows, count = channel_posts_page(channel=channel, filters=filters, window=window, columns=columns)
+        rows, count = channel_posts_page(channel=channel, filters=filters, window=window)
         page = paginator.settle(rows, count, id_of=attrgetter("id"))
         return paginator.get_paginated_response(PostListItemSerializer(page, many=True).data)
 

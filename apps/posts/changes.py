@@ -30,7 +30,7 @@ from apps.channels.models import Channel
 from apps.core.errors import Gone
 from apps.core.validation import field_error
 from apps.posts.models import ChangeFeedState, Post, PostDeletion
-from apps.posts.selectors import Columns, post_details
+from apps.posts.selectors import post_details
 
 CURSOR_EXPIRED = (
     "This cursor is too old: deletions it would have to tell are no longer kept. Start over without a cursor."
@@ -191,12 +191,11 @@ def _items(page: list, rows: list) -> list:
     return [deletion or by_id[place.post_id] for place, deletion in page if deletion or place.post_id in by_id]
 
 
-def channel_changes(
-    *, channel: Channel, cursor: Cursor | None, size: int, columns: Columns, now: datetime | None = None
-) -> ChangesPage:
+def channel_changes(*, channel: Channel, cursor: Cursor | None, size: int, now: datetime | None = None) -> ChangesPage:
     """The page of `channel`'s feed after `cursor` (None: a first sync, every post from the start,
-    no tombstones), at most `size` items; post rows with `columns`. 410 `cursor_expired` for a
-    cursor issued longer ago than CHANGES_RETENTION, or when deletions after it may have been swept."""
+    no tombstones), at most `size` items; post rows of the single-post form (post_details). 410
+    `cursor_expired` for a cursor issued longer ago than CHANGES_RETENTION, or when deletions after
+    it may have been swept."""
     if cursor is not None:
         _check_age(cursor, now)
     connection = connections[Post.objects.db]
@@ -213,7 +212,7 @@ def channel_changes(
         if cursor is not None:
             _check_floor(at, since)
         ids = [place.post_id for place, deletion in page if deletion is None]
-        rows = post_details(Post.objects.filter(pk__in=ids), columns, channels={channel.pk: channel}) if ids else []
+        rows = post_details(Post.objects.filter(pk__in=ids), channels={channel.pk: channel}) if ids else []
     items = _items(page, rows)
     # Up to date: every change below the horizon was on this page, so the cursor moves up to it.
     last = page[-1][0] if more else max(at, Position(horizon - 1, _LAST_ID))

@@ -13,7 +13,7 @@ from apps.api.schema import common_errors, error
 from apps.channels.selectors import channel_get
 from apps.core.serializers import UtcDateTimeField
 from apps.posts.changes import Deletion, channel_changes, cursor_read, cursor_text
-from apps.posts.serializers import PostDetailSerializer, columns
+from apps.posts.serializers import PostDetailSerializer
 
 
 @extend_schema_field({"type": "boolean", "enum": [True]})
@@ -113,7 +113,7 @@ class ChannelChangesView(APIView):
         raw = params.get("cursor", "")
         cursor = cursor_read(raw, channel_id=channel_id) if raw else None
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id, listed=True)
-        page = channel_changes(channel=channel, cursor=cursor, size=per_page, columns=columns(PostDetailSerializer))
+        page = channel_changes(channel=channel, cursor=cursor, size=per_page)
         # Nothing new: the cursor sent is the answer (the "same cursor": up to date, ask again
         # later). Its age is its last change's, so a client idle past CHANGES_RETENTION starts over.
         next_cursor = raw if raw and not page.items else cursor_text(page.next)

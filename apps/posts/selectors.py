@@ -2,9 +2,11 @@
 the read endpoints and the webhook payloads, for one post or a whole batch at a fixed number of
 queries.
 
-The rows are read as tuples with exactly the columns their representation renders (the caller
-names them), not as model instances with Django's per-post prefetch machinery: building instances
-and prefetching cost more than everything else a request or a content-plan batch does per post.
+The rows are read as tuples with exactly the columns their representation renders, not as model
+instances with Django's per-post prefetch machinery: building instances and prefetching cost more
+than everything else a request or a content-plan batch does per post. Which columns each read form
+loads is planned here (LIST_COLUMNS, CONTENT_COLUMNS, DETAIL_COLUMNS); the serializers only render
+the rows (tests/posts/test_read_columns.py holds the two to the same fields).
 """
 
 import re
@@ -13,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from django.db.models import Q, QuerySet
 
@@ -38,6 +40,25 @@ class Columns(NamedTuple):
     own: tuple[str, ...]
     tags: tuple[str, ...]
     media: tuple[str, ...]
+
+
+# --- The column plan: what each read form of a post loads -------------------------------------
+
+# The list form (the posts list): the post's own columns; its channel is the listed one.
+LIST_COLUMNS: Final = ("id", "title", "teaser", "slug", "publication_status", "created_at", "updated_at")
+TAG_COLUMNS: Final = ("id", "name")
+MEDIA_COLUMNS: Final = ("id", "kind", "url", "alt_text", "width", "height")
+# The full post (webhooks' `data.post`): the list form's columns, the body, the SEO texts and the
+# external references, with its channel, tags and media.
+CONTENT_COLUMNS: Final = Columns(
+    (*LIST_COLUMNS, "body", "published_at", "meta_title", "meta_description", "external_id", "external_url"),
+    TAG_COLUMNS,
+    MEDIA_COLUMNS,
+)
+# The single-post form (the API's GET, the writes' answers, the change feed): the full post and its
+# planned time; post_details adds what it computes for each row (DETAIL_COMPUTED).
+DETAIL_COLUMNS: Final = Columns((*CONTENT_COLUMNS.own, "scheduled_at"), TAG_COLUMNS, MEDIA_COLUMNS)
+DETAIL_COMPUTED: Final = ("url", "publication")
 
 
 @cache
@@ -95,11 +116,9 @@ def filter_posts(
     return posts
 
 
-def channel_posts_page(
-    *, channel: Channel, filters: dict, window: Window, columns: tuple[str, ...]
-) -> tuple[list, int]:
+def channel_posts_page(*, channel: Channel, filters: dict, window: Window) -> tuple[list, int]:
     """The posts list's page: the window's posts of the channel that pass the filters, in id order,
-    as rows with `columns` and the channel; and how many posts the list has. Unfiltered, that is
+    as rows of the list form (LIST_COLUMNS and the channel); and how many posts the list has. Unfiltered, that is
     the channel's stored number, and a deep page starts from the channel's anchors (filtered lists
     have none: they are read by OFFSET)."""
     posts = filter_posts(Post.objects.filter(channel_id=channel.pk), **filters).order_by("id")
@@ -107,7 +126,8 @@ def channel_posts_page(
     start = None
     if not filters and window.after is None:
         start = page_anchors.start_of(channel.pk, channel.posts_ids_version, window.offset, skipped(window, count))
-    return rows_with_channel(columns, paging.rows(posts.values_list(*columns), window, count, start), channel), count
+    values = paging.rows(posts.values_list(*LIST_COLUMNS), window, count, start)
+    return rows_with_channel(LIST_COLUMNS, values, channel), count
 
 
 def rows_with_channel(columns: tuple[str, ...], values: Iterable[tuple], channel: Channel) -> list:
@@ -153,22 +173,22 @@ def post_rows(posts: QuerySet, columns: Columns, *, channels: dict | None = None
     ]
 
 
-def post_details(posts: QuerySet, columns: Columns, *, channels: dict | None = None) -> list:
-    """post_rows, each with where readers find the post (`url`) and its latest publication job on
-    its channel's destination (`publication`, read only for posts of channels that have one)."""
-    rows = post_rows(posts, columns, channels=channels)
+def post_details(posts: QuerySet, *, channels: dict | None = None) -> list:
+    """The single-post form's rows: post_rows with DETAIL_COLUMNS, each with where readers find the
+    post (`url`) and its latest publication job on its channel's destination (`publication`, read
+    only for posts of channels that have one)."""
+    rows = post_rows(posts, DETAIL_COLUMNS, channels=channels)
     if not rows:
         return rows
     destined = [row.id for row in rows if row.channel.publishes_through_destination]
     publications = latest_publications(destined) if destined else {}
-    make = row_type((*rows[0]._fields, "url", "publication"))._make
-    if "scheduled_at" in rows[0]._fields:
-        # A planned time means something only while the post waits for it; a post that was
-        # scheduled once (then published, or made a draft) keeps the column, not the meaning.
-        rows = [
-            row if row.publication_status == PublicationStatus.SCHEDULED else row._replace(scheduled_at=None)
-            for row in rows
-        ]
+    make = row_type((*rows[0]._fields, *DETAIL_COMPUTED))._make
+    # A planned time means something only while the post waits for it; a post that was scheduled
+    # once (then published, or made a draft) keeps the column, not the meaning.
+    rows = [
+        row if row.publication_status == PublicationStatus.SCHEDULED else row._replace(scheduled_at=None)
+        for row in rows
+    ]
     return [make((*row, page_url(row, publications.get(row.id)), publications.get(row.id))) for row in rows]
 
 

@@ -3,23 +3,22 @@
 writes (a file with its front matter, a social post's text, an edition mailed). Change how a
 post looks here, and every reader of it follows.
 
-The API's forms render rows (selectors.post_rows) with exactly the columns the form declares
-(`columns`); apps/api/representations.py keeps rendered responses, keyed by a digest of the code
+The API's forms render the rows the selectors read (selectors.py plans each form's columns: a field
+added here needs its column there, or tests/posts/test_read_columns.py fails); the serializers
+decide no SQL. apps/api/representations.py keeps rendered responses, keyed by a digest of the code
 that makes them.
 """
 
 from collections.abc import Iterable
 from datetime import datetime
-from functools import cache
 
 from rest_framework import serializers
-from rest_framework.serializers import BaseSerializer
 
 from apps.channels.models import Channel
 from apps.channels.serializers import ChannelRefSerializer, ChannelSerializer
 from apps.core.destinations import Document
 from apps.core.markdown import markdown_text, summary
-from apps.core.serializers import ResponseSerializer, UtcDateTimeField, fields_of
+from apps.core.serializers import ResponseSerializer, UtcDateTimeField
 from apps.posts import selectors
 from apps.posts.models import MediaKind, Post, PublicationStatus
 from apps.publishing.models import JobAction, JobState
@@ -140,29 +139,6 @@ class PostWorkflowResultSerializer(PostContentSerializer):
     channel = ChannelRefSerializer()
 
 
-# Fields of the single-post form computed from the others, not columns of the post.
-COMPUTED = frozenset({"url"})
-
-
-@cache
-def own_columns(form: type) -> tuple[str, ...]:
-    """The post's own columns the form renders (its nested forms come from other tables)."""
-    return tuple(
-        name
-        for name, field in fields_of(form).items()
-        if not isinstance(field, BaseSerializer)
-        and name not in selectors.NESTED
-        # Only the post's forms compute fields; a media item's `url` is a column of its own.
-        and not (name in COMPUTED and issubclass(form, PostListItemSerializer))
-    )
-
-
-@cache
-def columns(form: type) -> selectors.Columns:
-    """What selectors.post_rows reads for a form with channel, tags and media."""
-    return selectors.Columns(own_columns(form), own_columns(TagSerializer), own_columns(MediaSerializer))
-
-
 def publication_webhook_data(job) -> dict:
     """A job as `data.publication` of webhook bodies: the API's `publication` object."""
     return PublicationSerializer(publication_row(job)).data
@@ -174,9 +150,7 @@ def posts_webhook_data(post_ids: Iterable[int], channels: dict | None = None) ->
     `channels` (id -> channel, with its account and posts_count), when given, is used and filled
     in: a caller rendering many batches reads each channel once.
     """
-    rows = selectors.post_rows(
-        Post.objects.filter(pk__in=list(post_ids)), columns(PostContentSerializer), channels=channels
-    )
+    rows = selectors.post_rows(Post.objects.filter(pk__in=list(post_ids)), selectors.CONTENT_COLUMNS, channels=channels)
     # One serializer for the batch: each channel is rendered once, not once per post.
     data = PostContentSerializer(rows, many=True).data
     return [(row.channel, row.id, item) for row, item in zip(rows, data, strict=True)]

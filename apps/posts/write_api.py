@@ -27,7 +27,7 @@ from apps.posts.models import (
     PublicationStatus,
 )
 from apps.posts.selectors import post_details
-from apps.posts.serializers import PostDetailSerializer, columns
+from apps.posts.serializers import PostDetailSerializer
 from apps.posts.writing import Writer, post_write, post_write_delete, post_write_new
 from apps.users.models import Permission
 
@@ -39,7 +39,7 @@ class PostResponseSerializer(serializers.Serializer):
 def single_post(posts: PostQuerySet, channels: dict | None = None) -> dict:
     """The single-post form of the one post of `posts`, or 404 `not_found` (see post_rows for
     `channels`)."""
-    rows = post_details(posts, columns(PostDetailSerializer), channels=channels)
+    rows = post_details(posts, channels=channels)
     if not rows:
         raise NotFound(POST_NOT_FOUND)
     return PostDetailSerializer(rows[0]).data

@@ -63,7 +63,6 @@ from apps.core.hosts import AllowedHosts
 from apps.core.prepared import PreparedLookup
 from apps.core.serializers import ResponseSerializer, UtcDateTimeField, fields_of
 from apps.posts.models import Post
-from apps.posts.serializers import TagSerializer, own_columns
 from apps.users.api import UserCreateSerializer
 from apps.users.models import ApiKey, User
 from apps.users.sign_in_limits import LoginFailureCounters, LoginThrottleBackend
@@ -170,7 +169,7 @@ def test_concrete_fields_are_the_models_own_columns_in_the_order_from_db_takes_t
     assert not built._state.adding
 
 
-# --- DRF's serializer internals: apps/core/serializers.py, own_columns, request fields ---------------
+# --- DRF's serializer internals: apps/core/serializers.py, request fields ----------------------------
 
 SERIALIZERS = "apps/core/serializers.py (_plan, ResponseSerializer._own_renderers)"
 
@@ -208,7 +207,6 @@ def test_the_fields_of_a_form_are_drfs_public_fields_made_once_in_declaration_or
 
     assert list(fields_of(Child)) == ["id", "name", "extra"]
     assert fields_of(Child) is fields_of(Child)
-    assert own_columns(TagSerializer) == ("id", "name")
 
 
 def test_a_deep_copy_of_a_bound_field_is_a_new_unbound_field():
