@@ -10,6 +10,7 @@ import inspect
 import logging
 import re
 import shutil
+import smtplib
 import subprocess
 import textwrap
 import time
@@ -33,8 +34,9 @@ from django.conf import settings
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.contrib.admin.utils import get_fields_from_path, quote, unquote
 from django.core.cache.backends.locmem import LocMemCache
+from django.core.mail.backends.smtp import EmailBackend as SmtpBackend
 from django.core.mail.message import BadHeaderError, forbid_multi_line_headers, sanitize_address
-from django.db import DEFAULT_DB_ALIAS, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, models, transaction
 from django.db.models import F
 from django.db.models.query import get_related_populators
 from django.forms.fields import InvalidJSONInput, JSONString
@@ -63,6 +65,8 @@ from apps.core.hosts import AllowedHosts
 from apps.core.prepared import PreparedLookup
 from apps.core.serializers import ResponseSerializer, UtcDateTimeField, fields_of
 from apps.posts.models import Post
+from apps.publishing.newsletter.sending import _dropped
+from apps.settings_area.site import _cascades_to
 from apps.users.api import UserCreateSerializer
 from apps.users.models import ApiKey, User
 from apps.users.sign_in_limits import LoginFailureCounters, LoginThrottleBackend
@@ -72,6 +76,7 @@ from config.storage import StaticFilesStorage
 from tests.conftest import admin_session, requires_postgres
 from tests.factories import ApiKeyFactory, ChannelFactory, OperatorFactory
 from tests.posts.test_post_admin import form_data
+from tests.publishing.newsletter.smtp_server import SmtpServer
 
 pytestmark = pytest.mark.django_db
 
@@ -155,7 +160,7 @@ def test_the_backends_integer_ranges_are_the_bounds_a_prepared_lookup_checks_a_v
 
 
 def test_concrete_fields_are_the_models_own_columns_in_the_order_from_db_takes_them(django_assert_num_queries):
-    where = "apps/users/selectors.py (the key's cache entry), apps/blog/site.py, apps/webhooks/outbox.py"
+    where = "apps/core/coherence.py (Columns), apps/webhooks/outbox.py, apps/channels/models.py, rotate_credentials.py"
     for model in (ApiKey, Account, User, Channel, Post):
         columns = [field.attname for field in model._meta.get_fields() if field.concrete and not field.many_to_many]
         assert [field.attname for field in model._meta.concrete_fields] == columns, redo(
@@ -167,6 +172,24 @@ def test_concrete_fields_are_the_models_own_columns_in_the_order_from_db_takes_t
         built = ApiKey.from_db(DEFAULT_DB_ALIAS, names, tuple(getattr(key, name) for name in names))
     assert [getattr(built, name) for name in names] == [getattr(key, name) for name in names]
     assert not built._state.adding
+
+
+def test_options_fields_are_the_forward_columns_and_related_objects_the_relations_pointing_back():
+    for model in (ApiKey, Account, User, Channel, Post):
+        forward = [field for field in model._meta.get_fields() if field.concrete and not field.many_to_many]
+        assert list(model._meta.fields) == forward, redo(
+            "apps/posts/lifecycle.py (validate_fields), apps/users/services.py",
+            f"{model.__name__}._meta.fields is no longer the model's forward columns",
+        )
+        back = [field for field in model._meta.get_fields() if field.auto_created and not field.concrete]
+        assert list(model._meta.related_objects) == back, redo(
+            "apps/settings_area/site.py (_cascades_to)",
+            f"{model.__name__}._meta.related_objects is no longer every relation pointing to the model",
+        )
+    assert "fields" in models.Model.clean_fields.__code__.co_names, redo(
+        "apps/posts/lifecycle.py (validate_fields)", "full_clean no longer checks _meta.fields"
+    )
+    assert Post in _cascades_to(Channel), redo("apps/settings_area/site.py (_cascades_to)", "a channel's posts")
 
 
 # --- DRF's serializer internals: apps/core/serializers.py, request fields ----------------------------
@@ -567,6 +590,28 @@ def test_djangos_cursor_hands_over_psycopgs_copy_and_says_which_keys_the_databas
     )
     with connection.cursor() as cursor:
         assert callable(cursor.copy), redo(where, "Django's CursorWrapper no longer passes copy() through")
+
+
+# --- Django's SMTP backend and smtplib: apps/publishing/newsletter/sending.py ------------------------------
+
+
+def test_the_smtp_backend_keeps_its_smtplib_connection_whose_socket_is_none_once_closed():
+    where = "apps/publishing/newsletter/sending.py (_dropped, _close, Sender._send_one)"
+    with SmtpServer() as server:
+        backend = SmtpBackend(host=server.host, port=server.port, use_tls=False, timeout=5)
+        assert backend.connection is None, redo(where, "a closed backend's `connection` is no longer None")
+        backend.open()
+        try:
+            assert isinstance(backend.connection, smtplib.SMTP), redo(where, "`connection` is not smtplib's")
+            assert backend.connection.sock is not None and not _dropped(backend)
+            backend.connection.sendmail("from@example.com", ["to@example.com"], b"Subject: internals\r\n\r\nhi\r\n")
+            backend.connection.close()
+            assert backend.connection.sock is None and _dropped(backend), redo(
+                where, "smtplib no longer empties SMTP.sock when the connection closes"
+            )
+        finally:
+            backend.connection = None
+    assert server.count_by_address()["to@example.com"] == 1, redo(where, "sendmail on `connection` sent nothing")
 
 
 # --- honcho: the Makefile's `make run` ------------------------------------------------------------------
