@@ -107,8 +107,8 @@ def emit_events(account, payload: tuple[dict, int], n: int) -> tuple[list[float]
     """One transaction of `n` events through the outbox: (its commit time, once committed; the event ids)."""
     from django.db import transaction
 
-    from apps.webhooks.models import EventKind
-    from apps.webhooks.services import EventInput, events_emit
+    from apps.webhooks.models import EventInput, EventKind
+    from apps.webhooks.services import events_emit
 
     data, post_id = payload
     committed: list[float] = []

@@ -74,8 +74,8 @@ def _emit_all(account, data: dict, post_id: int, events: int) -> float:
     """`events` events in transactions of WEBHOOK_BATCH; the first commit's time."""
     from django.db import transaction
 
-    from apps.webhooks.models import EventKind
-    from apps.webhooks.services import EventInput, events_emit
+    from apps.webhooks.models import EventInput, EventKind
+    from apps.webhooks.services import events_emit
 
     first_commit: list[float] = []
     for start in range(0, events, WEBHOOK_BATCH):

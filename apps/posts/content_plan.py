@@ -23,7 +23,8 @@ from apps.posts.models import Post, PublicationStatus
 from apps.posts.serializers import posts_webhook_data
 from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.services import JobInput, jobs_enqueue
-from apps.webhooks.services import EventInput, events_emit
+from apps.webhooks.models import EventInput
+from apps.webhooks.services import events_emit
 
 logger = logging.getLogger(__name__)
 

@@ -1,12 +1,14 @@
 import base64
 import secrets
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from apps.accounts.models import Account
 from apps.core import crypto
 from apps.core.events import event_types
 from apps.core.fields import JSONField
@@ -189,6 +191,16 @@ class WebhookEndpoint(models.Model):
     def clear_health(self) -> None:
         self.clear_failures()
         self.disabled_reason = ""
+
+
+@dataclass(frozen=True)
+class EventInput:
+    """One event a change emits (services.events_emit): its account, its body's `data`, and the post
+    it is about, if any."""
+
+    account: Account
+    data: dict
+    post_id: int | None = None
 
 
 class Event(models.Model):

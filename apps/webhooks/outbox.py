@@ -10,27 +10,18 @@ the broker itself is services.enqueue: only the services reach the tasks (no imp
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounts.models import Account
-from apps.webhooks.models import Delivery, Event, WebhookEndpoint
+from apps.webhooks.models import Delivery, Event, EventInput, WebhookEndpoint
 from apps.webhooks.serializers import delivery_body
 
 logger = logging.getLogger(__name__)
 
 # The most deliveries one hand-over takes (a sweep's round, what waited for a batch to end).
 SWEEP_BATCH = 1000
-
-
-@dataclass(frozen=True)
-class EventInput:
-    account: Account
-    data: dict
-    post_id: int | None = None
 
 
 # From this many rows on, PostgreSQL gets them with COPY: bulk_create's INSERT ... UNNEST has

@@ -29,32 +29,14 @@ from apps.webhooks.models import (
     Delivery,
     DeliveryStatus,
     Event,
+    EventInput,
     SignatureFormat,
     WebhookEndpoint,
     new_secret,
     new_standard_secret,
     standard_key,
 )
-from apps.webhooks.outbox import COPY_MIN_ROWS, SWEEP_BATCH, EventInput
-from apps.webhooks.upkeep import history_prune
-
-__all__ = [
-    "COPY_MIN_ROWS",
-    "EventInput",
-    "deliveries_attempt",
-    "deliveries_sweep",
-    "delivery_attempt",
-    "delivery_retry_now",
-    "endpoint_expire_previous_secret",
-    "endpoint_resend_failed",
-    "endpoint_rotate_secret",
-    "endpoint_save",
-    "endpoint_send_test",
-    "enqueue",
-    "event_emit",
-    "events_emit",
-    "history_prune",
-]
+from apps.webhooks.outbox import SWEEP_BATCH
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 from celery import shared_task
 from celery.signals import worker_process_shutdown
 
-from apps.webhooks import attempt_threads, services
+from apps.webhooks import attempt_threads, services, upkeep
 
 # How long a task waits for its attempts (on the process's sender threads) before it returns and
 # frees its worker process for the next task. Attempts to a working receiver end well within it;
@@ -26,7 +26,7 @@ def sweep_webhook_deliveries() -> int:
 
 @shared_task(name="webhooks.prune_history", ignore_result=True)
 def prune_webhook_history() -> int:
-    return services.history_prune()
+    return upkeep.history_prune()
 
 
 @worker_process_shutdown.connect

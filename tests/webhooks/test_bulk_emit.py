@@ -1,14 +1,14 @@
 """Many events emitted at once (the content plan's batches) are written exactly like a single one;
-on PostgreSQL they take the COPY path (services.COPY_MIN_ROWS rows and more)."""
+on PostgreSQL they take the COPY path (outbox.COPY_MIN_ROWS rows and more)."""
 
 import json
 
 import pytest
 from django.db import transaction
 
-from apps.webhooks import services
-from apps.webhooks.models import Delivery, DeliveryStatus, Event
-from apps.webhooks.services import EventInput, events_emit
+from apps.webhooks import outbox
+from apps.webhooks.models import Delivery, DeliveryStatus, Event, EventInput
+from apps.webhooks.services import events_emit
 from tests.factories import AccountFactory, WebhookEndpointFactory
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +29,7 @@ def test_a_batch_of_events_is_written_like_a_single_event():
     WebhookEndpointFactory(account=account, enabled=False)
     WebhookEndpointFactory(account=account, events=["post.unpublished"])
     [single] = emit(account, 1)
-    many = emit(account, services.COPY_MIN_ROWS + 5)
+    many = emit(account, outbox.COPY_MIN_ROWS + 5)
     assert len({event.pk for event in many}) == len(many) and all(event.pk for event in many)
     stored = {event.pk: event for event in Event.objects.filter(pk__in=[e.pk for e in many])}
     for event in many:
@@ -50,6 +50,6 @@ def test_a_batch_of_events_is_written_like_a_single_event():
 def test_event_ids_keep_increasing_after_a_batch():
     account = AccountFactory()
     WebhookEndpointFactory(account=account)
-    many = emit(account, services.COPY_MIN_ROWS)
+    many = emit(account, outbox.COPY_MIN_ROWS)
     [after] = emit(account, 1)
     assert after.pk > max(event.pk for event in many)

@@ -6,8 +6,8 @@ import time
 import pytest
 from django.db import transaction
 
-from apps.webhooks.models import Delivery, DeliveryStatus, WebhookEndpoint
-from apps.webhooks.services import EventInput, deliveries_sweep, event_emit, events_emit
+from apps.webhooks.models import Delivery, DeliveryStatus, EventInput, WebhookEndpoint
+from apps.webhooks.services import deliveries_sweep, event_emit, events_emit
 from tests.conftest import requires_broker, wait_until
 from tests.factories import AccountFactory, WebhookEndpointFactory
 from tests.receiver import Receiver

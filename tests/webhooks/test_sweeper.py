@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.webhooks import services
+from apps.webhooks import services, upkeep
 from apps.webhooks.models import Delivery, DeliveryStatus
 
 pytestmark = pytest.mark.django_db
@@ -87,5 +87,5 @@ def test_history_is_pruned_after_the_window_but_pending_deliveries_are_kept(endp
     old_done, old_pending, recent = emit(), emit(), emit()
     Event.objects.filter(pk__in=[old_done.pk, old_pending.pk]).update(created_at=timezone.now() - timedelta(days=31))
     Delivery.objects.filter(event=old_done).update(status=DeliveryStatus.SUCCEEDED)
-    assert services.history_prune() == 1
+    assert upkeep.history_prune() == 1
     assert set(Event.objects.values_list("pk", flat=True)) == {old_pending.pk, recent.pk}
