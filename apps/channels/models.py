@@ -22,8 +22,8 @@ class Platform(models.TextChoices):
 
 
 def platform_choices() -> list[tuple[str, str]]:
-    """Every platform a channel may have: the blog, each installed destination's (in the order of
-    INSTALLED_APPS), and `api`. A callable, so a new destination needs no migration of the field."""
+    """Every platform a channel may have: the blog, each installed destination's (by platform), and
+    `api`. A callable, so a new destination needs no migration of the field."""
     destinations = [(kind.platform, kind.label or kind.platform) for kind in kinds()]
     return [(Platform.BLOG.value, Platform.BLOG.label), *destinations, (Platform.API.value, Platform.API.label)]
 
