@@ -23,11 +23,10 @@ from rest_framework.test import APIClient
 from apps.core.hosts import AllowedHosts
 from apps.webhooks.models import Event
 from config.celery import app as celery_app
+from tests import parallel
 from tests.factories import AdminUserFactory, ApiKeyFactory
 
-# Tasks the tests enqueue go to a queue of their own, never to a development worker's, nor to the
-# worker of another test run on the same Redis (each run has its own database).
-celery_app.conf.task_default_queue = f"cps-test-{settings.DATABASES['default']['NAME']}".replace("/", "-")
+celery_app.conf.task_default_queue = parallel.queue_name(settings.DATABASES["default"]["NAME"])
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Pages people look at are tried in a real browser: Debian's Chromium, driven by Playwright.
@@ -36,6 +35,17 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chr
 requires_postgres = pytest.mark.skipif(
     not settings.IS_POSTGRES, reason="needs PostgreSQL (row locks and real concurrency); set DATABASE_URL"
 )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config, specs):
+    """Each xdist worker starts with the environment of its own (tests/parallel.py): set before it
+    loads the settings, and inherited by the processes its tests start."""
+    for number, spec in enumerate(specs):
+        try:
+            spec.env.update(parallel.worker_environment(number))
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
 
 
 @pytest.fixture(autouse=True)
@@ -380,7 +390,8 @@ def start_worker():
         worker.stop()
 
 
-WEB_PORTS = range(8500, 8600)
+# Each xdist worker looks in a slice of its own.
+WEB_PORTS = parallel.ports_for_worker(range(8500, 8600))
 
 
 def free_port_in(ports: range) -> int:

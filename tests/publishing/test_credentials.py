@@ -124,7 +124,12 @@ def test_production_refuses_to_start_without_fernet_keys():
     assert error.startswith("cps.E006 FERNET_KEYS must be set when ENVIRONMENT=production")
 
 
-@pytest.mark.parametrize("keys", ["not-a-key", f"{KEY_B},{KEY_A[:-4]}", f"{KEY_B},short"])
+# Named, not shown: the keys are made anew in each process, and xdist's workers must collect the same tests.
+@pytest.mark.parametrize(
+    "keys",
+    ["not-a-key", f"{KEY_B},{KEY_A[:-4]}", f"{KEY_B},short"],
+    ids=["not a key", "the second cut short", "the second short"],
+)
 def test_production_refuses_to_start_with_a_malformed_key_and_does_not_print_it(keys):
     result = settings_loaded(SHOW_KEYS, {**PRODUCTION, "FERNET_KEYS": keys}, unset=WITHOUT_KEYS)
 

@@ -37,7 +37,11 @@ def web(start_web):
 
 def web_backends() -> list[int]:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [APPLICATION_NAME])
+        # The web processes of other runs (other xdist workers, other checkouts) use other databases.
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND datname = current_database()",
+            [APPLICATION_NAME],
+        )
         return [row[0] for row in cursor.fetchall()]
 
 
