@@ -48,6 +48,17 @@ def pytest_xdist_setupnodes(config, specs):
             raise pytest.UsageError(str(error)) from None
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    # An xdist worker sends its reports to the controller as UTF-8: a lone surrogate that a test
+    # logged on purpose (tests/ops/test_log_forgery.py) would crash the worker, and end the run.
+    report.sections = [
+        (title, text.encode("utf-8", "backslashreplace").decode("utf-8")) for title, text in report.sections
+    ]
+    return report
+
+
 @pytest.fixture(autouse=True)
 def _test_settings(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
