@@ -64,12 +64,13 @@ def test_a_lone_delivery_to_an_endpoint_that_always_fails_is_attempted_exactly_f
 def test_an_outage_shorter_than_the_first_probe_burns_no_delivery_all_arrive_after_it_with_their_ids(
     hooked, receiver, start_worker
 ):
-    """The issue's case: 8 deliveries queued within a second as a 20-second outage begins, retries
-    1 s apart, the probes at their default delays (the first after 60 s): it takes a minute."""
+    """The issue's case on a shorter clock: 8 deliveries queued within a second as an 8-second outage
+    begins, retries 1 s apart (their 4 s would fail a delivery alone), the first probe after 20 s
+    (60 s by default, with a 20-second outage: the same outage well within the first probe)."""
     account, _ = hooked
     receiver.default = (503, 0)
-    start_worker(WEBHOOK_RETRY_DELAYS="1,1,1,1")
-    outage_ends = time.monotonic() + 20
+    start_worker(WEBHOOK_RETRY_DELAYS="1,1,1,1", WEBHOOK_BREAKER_PROBE_DELAYS="20")
+    outage_ends = time.monotonic() + 8
     ids = []
     for _ in range(8):
         ids.append(str(emit(account).deliveries.get().pk))
