@@ -59,6 +59,27 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, dropped at the end only once the processes the last tests
+    started (web, Celery workers, stopped with their tests) have closed their connections to it:
+    DROP DATABASE fails while any is open, and would leave the database behind."""
+    yield
+    if not settings.IS_POSTGRES:
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+
+        def others_connected() -> bool:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return cursor.fetchone()[0] > 0
+
+        deadline = time.monotonic() + 10
+        while others_connected() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
 @pytest.fixture(autouse=True)
 def _test_settings(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
