@@ -45,7 +45,7 @@ OUTCOME = {
 # The rows the service writes (apps/posts/content_plan.py), column for column: the posts, the api
 # posts' publication records, the destination posts' publish jobs (as jobs_enqueue writes them), the
 # others' events and one delivery per event; checked against a run's rows when it was written (event
-# bodies equal as JSON). %(destinations)s: apps.channels.models.destination_platforms().
+# bodies equal as JSON). %(destinations)s: apps.channels.models.DESTINATION_PLATFORMS.
 FLOOR_SQL = """
 create temporary table due (id bigint primary key, channel_id bigint, platform text, account_id bigint,
                             scheduled_at timestamptz, title text)
@@ -227,9 +227,9 @@ def run_floor() -> float:
     """FLOOR_SQL in one transaction; its seconds."""
     import psycopg
 
-    from apps.channels.models import destination_platforms
+    from apps.channels.models import DESTINATION_PLATFORMS
 
-    destinations = sorted(destination_platforms())
+    destinations = sorted(DESTINATION_PLATFORMS)
     with psycopg.connect(DATABASE_URL) as conn:
         started = time.perf_counter()
         with conn.transaction():

@@ -1,6 +1,7 @@
 import re
 import secrets
 import zoneinfo
+from collections.abc import Set as AbcSet
 from functools import cache
 
 from django.conf import settings
@@ -28,9 +29,26 @@ def platform_choices() -> list[tuple[str, str]]:
     return [(Platform.BLOG.value, Platform.BLOG.label), *destinations, (Platform.API.value, Platform.API.label)]
 
 
-def destination_platforms() -> frozenset[str]:
-    """The installed destinations' platforms (see Channel.publishes_through_destination)."""
-    return frozenset(kind.platform for kind in kinds())
+class _RegisteredPlatforms(AbcSet):
+    """The installed destinations' platforms, read from the registry whenever asked: no hand-kept
+    copy of it (the kinds register themselves once the apps are ready, after this module loads)."""
+
+    def _platforms(self) -> frozenset[str]:
+        return frozenset(kind.platform for kind in kinds())
+
+    def __contains__(self, platform: object) -> bool:
+        return platform in self._platforms()
+
+    def __iter__(self):
+        return iter(sorted(self._platforms()))
+
+    def __len__(self) -> int:
+        return len(self._platforms())
+
+
+# Platforms whose posts go out through an installed destination (apps/publishing); see
+# through_destination for a channel whose kind is not installed here.
+DESTINATION_PLATFORMS = _RegisteredPlatforms()
 
 
 def through_destination(platform: str) -> bool:

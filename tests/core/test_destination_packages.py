@@ -33,6 +33,19 @@ def installed_apps_line(hit: str, app: str) -> bool:
     return hit.split(":", 2)[2].strip() == f'"{app}",' and hit.startswith("config/")
 
 
+def test_the_channels_destination_platforms_are_the_registrys_not_a_copy(monkeypatch):
+    from apps.channels.models import DESTINATION_PLATFORMS
+    from apps.core import destinations
+
+    assert set(DESTINATION_PLATFORMS) == {kind.platform for kind in kinds()} >= {"git", "linkedin", "newsletter"}
+    monkeypatch.setattr(destinations, "_kinds", dict(destinations._kinds))
+    monkeypatch.delitem(destinations._kinds, "linkedin")
+    assert "linkedin" not in DESTINATION_PLATFORMS and "git" in DESTINATION_PLATFORMS
+    destinations.register(destinations.DestinationKind(platform="pigeon", load=lambda channel_id: None, missing=""))
+    assert "pigeon" in DESTINATION_PLATFORMS
+    assert list(DESTINATION_PLATFORMS) == sorted(DESTINATION_PLATFORMS)
+
+
 def test_every_installed_destination_is_registered_by_its_package():
     platforms = {kind.platform for kind in kinds()}
     assert platforms >= {"git", "linkedin", "newsletter"}
