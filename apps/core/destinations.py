@@ -45,6 +45,45 @@ class InProgress(Exception):
 
 
 @dataclass(frozen=True)
+class ImageVariant:
+    """A smaller copy of an uploaded image, made once by the worker (apps/media/variants.py)."""
+
+    width: int
+    height: int
+    mime_type: str
+    # Addressed as `Image.src` is: what a page's srcset lists.
+    src: str
+
+
+@dataclass(frozen=True)
+class Image:
+    """An uploaded image a post shows: its `media` entries that name an uploaded medium, in order,
+    then the ones its body shows (`![alt](src)`), each once."""
+
+    medium_id: int
+    # Content-addressed: "<sha256 of the stored bytes>.<ext>", the same for the same bytes only.
+    name: str
+    # How the post's body and the pages address it: MEDIA_URL + name ("/media/<name>" on the
+    # embedded default; a CDN's absolute address where MEDIA_URL names one). A destination that
+    # serves the file from elsewhere (a git site) rewrites this in the body.
+    src: str
+    # Its absolute public address, `src` joined to SITE_URL: what mail clients and social networks fetch.
+    url: str
+    mime_type: str
+    width: int
+    height: int
+    size: int
+    alt_text: str
+    uploaded_at: datetime
+    # The stored file's bytes (read from the media store when called, not before).
+    read: Callable[[], bytes] = field(compare=False, repr=False)
+    # The responsive copies made so far, narrowest first (none until the worker made them).
+    variants: tuple[ImageVariant, ...] = ()
+    # Whether it is one of the post's `media` entries (False: only its body shows it).
+    attached: bool = True
+
+
+@dataclass(frozen=True)
 class Document:
     """A post as a destination writes it."""
 
@@ -60,6 +99,8 @@ class Document:
     updated_at: datetime | None = None
     # Where readers find the post's page on the account's blog, if it has one (a social post links to it).
     link: str | None = None
+    # The uploaded images it shows (Image): a destination carries each with the post.
+    images: tuple[Image, ...] = ()
 
 
 @dataclass(frozen=True)
