@@ -10,6 +10,7 @@ from apps.core.destinations import kinds
 v1 = [
     path("", include("apps.channels.urls")),
     path("", include("apps.posts.urls")),
+    path("", include("apps.media.urls")),
     # Each destination kind's own endpoints (the registry, apps/core/destinations.py).
     *(path("", include(kind.api_urls)) for kind in kinds() if kind.api_urls),
     path("", include("apps.users.urls")),
@@ -25,6 +26,8 @@ urlpatterns = [
     path("v1/", include(v1)),
     # Web pages: single sign-on, sign-in and invitations.
     path("", include("apps.users.web_urls")),
+    # Uploaded images, where the web process serves them (the embedded default).
+    path("", include("apps.media.web_urls")),
     # The blog channels' public site (and the Settings area's previews).
     path("", include("apps.blog.urls")),
     # Each destination kind's addresses at the root, after the blog's so that none hides a page of

@@ -93,6 +93,16 @@ def _test_settings(settings):
 
 
 @pytest.fixture(autouse=True)
+def _own_media_store(settings, tmp_path):
+    """Each test uploads into a folder of its own (the embedded default's local store)."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.MEDIA_STORAGE = {
+        "BACKEND": "apps.media.storage.AtomicFileSystemStorage",
+        "OPTIONS": {"location": str(settings.MEDIA_ROOT), "base_url": settings.MEDIA_URL},
+    }
+
+
+@pytest.fixture(autouse=True)
 def _fresh_rate_limits(monkeypatch):
     """Each test counts rate limits from zero, in counters of its own: the cache outlives a test (and,
     on Redis, a test run), and account ids repeat between tests on SQLite."""

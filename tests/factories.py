@@ -206,3 +206,19 @@ class SubscriberFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"Reader {n}")
     status = "confirmed"
     confirmed_at = factory.LazyAttribute(lambda o: timezone.now() if o.status == "confirmed" else None)
+
+
+class MediumFactory(factory.django.DjangoModelFactory):
+    """A row of the media library (no file in the store: tests that read the file upload one)."""
+
+    class Meta:
+        model = "media.Medium"
+
+    account = factory.SubFactory(AccountFactory)
+    name = factory.Sequence(lambda n: f"{n:064x}.png")
+    original_name = factory.Sequence(lambda n: f"picture-{n}.png")
+    mime_type = "image/png"
+    width = 1200
+    height = 800
+    size = 123_456
+    alt_text = "A picture"

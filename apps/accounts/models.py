@@ -15,6 +15,8 @@ class Scope(models.TextChoices):
     READ_CHANNELS = "read:channels"
     READ_POSTS = "read:posts"
     READ_MEDIA = "read:media"
+    # Beyond the spec's list: uploads to the media library (POST /media and its changes).
+    WRITE_MEDIA = "write:media"
     WRITE_POSTS = "write:posts"
     WRITE_SSO = "write:sso"
     # Beyond the spec's list: the Users endpoints, whose "admin only" rules still apply on top.

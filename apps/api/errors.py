@@ -60,8 +60,8 @@ def status_of(exc: domain.DomainError) -> int:
 GENERIC_CODES = {"error", "invalid", "permission_denied", "not_authenticated", "authentication_failed"}
 
 
-def payload_too_large_message() -> str:
-    return f"The request body is larger than the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
+def payload_too_large_message(limit: int | None = None) -> str:
+    return f"The request body is larger than the limit of {limit or settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
 
 
 def envelope(code: str, message: str, details: dict | None = None) -> dict:

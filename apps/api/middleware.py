@@ -2,12 +2,11 @@
 
 import logging
 
-from django.conf import settings
 from django.utils.cache import patch_cache_control, patch_vary_headers
 
 from apps.api import ratelimit
 from apps.api.errors import is_api_path, json_error, payload_too_large_message
-from apps.core.http import content_length
+from apps.core.http import body_limit, content_length
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +93,9 @@ class ApiHttpMiddleware:
         if "HTTP_TRANSFER_ENCODING" in request.META and not length:
             # Django reads no body without Content-Length: a chunked body would silently become empty.
             return json_error(411, "Send the request body with a Content-Length header (chunked bodies are refused).")
-        if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-            return json_error(413, payload_too_large_message())
+        limit = body_limit(request.path_info, request.method)
+        if length > limit:
+            return json_error(413, payload_too_large_message(limit))
         return None
 
     def process_view(self, request, view_func, view_args, view_kwargs):

@@ -65,7 +65,7 @@ class Image:
     name: str
     # How the post's body and the pages address it: MEDIA_URL + name ("/media/<name>" on the
     # embedded default; a CDN's absolute address where MEDIA_URL names one). A destination that
-    # serves the file from elsewhere (a git site) rewrites this in the body.
+    # serves the file from elsewhere (a static site's repository) rewrites this in the body.
     src: str
     # Its absolute public address, `src` joined to SITE_URL: what mail clients and social networks fetch.
     url: str

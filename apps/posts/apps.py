@@ -11,3 +11,8 @@ class PostsConfig(AppConfig):
         from apps.posts.pipeline_subject import PostSubject
 
         register_subject(PostSubject())
+        # The media library keeps what a live post shows (it does not import the posts app either).
+        from apps.media.services import register_usage
+        from apps.posts.selectors import posts_showing
+
+        register_usage(posts_showing)

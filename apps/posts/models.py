@@ -86,6 +86,9 @@ class Post(models.Model):
         max_length=URL_MAX_LENGTH, null=True, blank=True, validators=[http_url_validator]
     )
     tags = models.ManyToManyField(Tag, blank=True, related_name="posts")
+    # The uploaded images its body shows (`![alt](/media/<name>)`), kept by the content services
+    # from the body: what a destination carries with it, and what the media library must not delete.
+    body_media = models.ManyToManyField("media.Medium", blank=True, related_name="shown_in", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # The post's place in its channel's change feed (apps/posts/changes.py): written by the
@@ -134,6 +137,12 @@ class Media(models.Model):
     """A file attached to a post. `width`/`height` are pixels, known for images and videos only."""
 
     post = models.ForeignKey(Post, on_delete=models.CASCADE, related_name="media")
+    # The uploaded medium it shows (its url, size and kind are copied from it), or null for a file
+    # that lives elsewhere. A draft's attachment goes with the medium; a live post's keeps it
+    # (apps/media/services.py refuses the deletion).
+    medium = models.ForeignKey(
+        "media.Medium", null=True, blank=True, on_delete=models.CASCADE, related_name="attachments"
+    )
     kind = models.CharField(max_length=16, choices=MediaKind.choices, default=MediaKind.IMAGE)
     url = models.URLField(max_length=URL_MAX_LENGTH, validators=[http_url_validator])
     alt_text = models.CharField(max_length=500, blank=True, default="")

@@ -23,8 +23,10 @@ from apps.channels.models import Channel
 from apps.channels.selectors import channel_version
 from apps.core import paging
 from apps.core.coherence import Entries, readable
+from apps.core.destinations import Image
 from apps.core.paging import Window, skipped
 from apps.core.prepared import PreparedLookup
+from apps.media.selectors import image_of, media_shown_in
 from apps.posts import page_anchors
 from apps.posts.models import Media, Post, PostQuerySet, PublicationStatus, Tag, shown_at
 from apps.publishing.models import JobAction
@@ -47,7 +49,7 @@ class Columns(NamedTuple):
 # The list form (the posts list): the post's own columns; its channel is the listed one.
 LIST_COLUMNS: Final = ("id", "title", "teaser", "slug", "publication_status", "created_at", "updated_at")
 TAG_COLUMNS: Final = ("id", "name")
-MEDIA_COLUMNS: Final = ("id", "kind", "url", "alt_text", "width", "height")
+MEDIA_COLUMNS: Final = ("id", "medium", "kind", "url", "alt_text", "width", "height")
 # The full post (webhooks' `data.post`): the list form's columns, the body, the SEO texts and the
 # external references, with its channel, tags and media.
 CONTENT_COLUMNS: Final = Columns(
@@ -316,12 +318,38 @@ def published_post(*, channel_id: int, slug: str):
 
 
 def with_parts(post):
-    """The post with `tag_names` and `media_items` (in order), for rendering its page."""
+    """The post with `tag_names`, `media_items` (in order) and `images` (post_images), for
+    rendering its page."""
     _with_tags([post])
     post.media_items = list(Media.objects.filter(post_id=post.id).order_by("position", "id"))
+    post.images = post_images(post)
     return post
 
 
 def latest_published(*, channel_id: int, size: int) -> list:
     """The blog's newest posts, whole, with `tag_names` (its feed)."""
     return _with_tags(list(published_posts(channel_id).order_by("-shown_at", "-id")[:size]))
+
+
+def post_images(post) -> tuple[Image, ...]:
+    """The uploaded images the post shows (apps.core.destinations.Image): its media items that name
+    a medium, in order, with their own alt texts, then those only its body shows, in the order it
+    shows them."""
+    items = list(
+        Media.objects.filter(post_id=post.pk, medium__isnull=False).select_related("medium").order_by("position", "id")
+    )
+    attached = {item.medium_id for item in items}
+    shown = media_shown_in(post.body, account_id=post.channel.account_id) if post.body else []
+    return (
+        *(image_of(item.medium, alt_text=item.alt_text) for item in items),
+        *(image_of(medium, attached=False) for medium in shown if medium.pk not in attached),
+    )
+
+
+def posts_showing(medium_id: int) -> list[dict]:
+    """The posts, other than drafts, that show the medium (attached or in their body): what keeps
+    it in the media library (apps/media/usage.py)."""
+    live = Post.objects.exclude(publication_status=PublicationStatus.DRAFT).filter(
+        Q(media__medium_id=medium_id) | Q(body_media=medium_id)
+    )
+    return list(live.distinct().order_by("id").values("id", "channel_id", "title", "publication_status")[:50])

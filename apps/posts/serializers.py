@@ -32,6 +32,9 @@ class TagSerializer(ResponseSerializer):
 
 class MediaSerializer(ResponseSerializer):
     id = serializers.IntegerField()
+    medium = serializers.IntegerField(
+        allow_null=True, help_text="The uploaded medium it shows (/v1/media/{id}); null for an external address."
+    )
     kind = serializers.ChoiceField(choices=MediaKind.choices)
     url = serializers.CharField()
     alt_text = serializers.CharField(help_text="Empty when not given.")
@@ -177,6 +180,7 @@ def document(post: Post, *, action: str, published_at: datetime | None, link: st
         teaser=post.teaser,
         updated_at=post.updated_at if action == JobAction.UPDATE else None,
         link=link,
+        images=selectors.post_images(post),
     )
 
 

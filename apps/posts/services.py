@@ -18,8 +18,10 @@ from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from apps.channels.models import Channel
+from apps.core.errors import NotFound
 from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
+from apps.media.selectors import media_shown_in, medium_get, medium_url
 from apps.posts.events import PostEvent
 from apps.posts.lifecycle import emit, locked_post, publication_under_way, request_job, validate_fields
 from apps.posts.models import SLUG_MAX_LENGTH, Media, Post, PublicationStatus, Tag
@@ -41,12 +43,14 @@ class MediaInput:
     """One media item of a post as an editor sets it; `id` names an existing item of the post to
     keep (and update), no `id` adds a new one."""
 
-    url: str
+    url: str = ""
     kind: str = "image"
     alt_text: str = ""
     width: int | None = None
     height: int | None = None
     id: int | None = None
+    # An uploaded medium of the post's account: the item shows it (url, kind and size are its own).
+    medium: int | None = None
 
 
 MEDIA_INPUT_FIELDS: Final = ("url", "kind", "alt_text", "width", "height")
@@ -151,6 +155,34 @@ def _assign_tags(post: Post, tags: Iterable[Tag]) -> bool:
     return True
 
 
+def _media_values(item: MediaInput, account_id: int, position: int) -> dict:
+    """The stored values of a media item: as given, or those of the uploaded medium it names."""
+    if item.medium is None:
+        return {name: getattr(item, name) for name in MEDIA_INPUT_FIELDS} | {"position": position, "medium_id": None}
+    try:
+        medium = medium_get(account_id=account_id, medium_id=item.medium)
+    except NotFound:
+        raise field_error(
+            f"media[{position}].medium", "not_found", f"No medium {item.medium} in this account's media library."
+        ) from None
+    return {
+        "url": medium_url(medium),
+        "kind": medium.kind,
+        "alt_text": item.alt_text or medium.alt_text,
+        "width": medium.width,
+        "height": medium.height,
+        "position": position,
+        "medium_id": medium.pk,
+    }
+
+
+def _sync_body_media(post: Post) -> None:
+    """What the body shows of the media library, as the body now reads."""
+    shown = media_shown_in(post.body, account_id=post.channel.account_id)
+    if {medium.pk for medium in shown} != set(post.body_media.values_list("pk", flat=True)):
+        post.body_media.set(shown)
+
+
 def _assign_media(post: Post, items: Sequence[MediaInput]) -> bool:
     existing = {media.pk: media for media in post.media.all()}
     kept_ids = {item.id for item in items if item.id is not None}
@@ -164,7 +196,7 @@ def _assign_media(post: Post, items: Sequence[MediaInput]) -> bool:
         changed = True
     for position, item in enumerate(items):
         media = existing[item.id] if item.id is not None else Media(post=post)
-        values = {name: getattr(item, name) for name in MEDIA_INPUT_FIELDS} | {"position": position}
+        values = _media_values(item, post.channel.account_id, position)
         if media.pk and all(getattr(media, name) == value for name, value in values.items()):
             continue
         for name, value in values.items():
@@ -194,6 +226,8 @@ def post_create(
     _assign_content(post, content | {"meta_title": meta_title, "meta_description": meta_description})
     _validate_content(post, CONTENT_FIELDS, slug_made=_blank(slug))
     _save_content(post, slug_made=_blank(slug))
+    if body:
+        post.body_media.set(media_shown_in(body, account_id=channel.account_id))
     # A new post has no tags or media yet: nothing to read and compare first.
     tags = list(tags)
     if tags:
@@ -247,6 +281,8 @@ def locked_post_change(
             slug_made=slug is not KEEP and _blank(slug),
             update_fields=[*(name for name in changed if name in CONTENT_FIELDS), "updated_at"],
         )
+        if "body" in changed:
+            _sync_body_media(locked)
         if locked.publication_status == PublicationStatus.PUBLISHED:
             emit(PostEvent.UPDATED, locked)
             if locked.channel.publishes_through_destination:

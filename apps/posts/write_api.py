@@ -5,6 +5,7 @@ from django.core.validators import validate_slug
 from django.utils.cache import set_response_etag
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.response import Response
 
 from apps.api.idempotency import idempotent
@@ -22,12 +23,15 @@ from apps.posts.models import (
     TAG_NAME_MAX_LENGTH,
     TEASER_MAX_LENGTH,
     TITLE_MAX_LENGTH,
+    URL_MAX_LENGTH,
+    MediaKind,
     Post,
     PostQuerySet,
     PublicationStatus,
 )
 from apps.posts.selectors import post_details
 from apps.posts.serializers import PostDetailSerializer
+from apps.posts.services import MediaInput
 from apps.posts.writing import Writer, post_write, post_write_delete, post_write_new
 from apps.users.models import Permission
 
@@ -56,12 +60,39 @@ READ_ONLY_FIELDS = (
     "published_at",
     "external_id",
     "external_url",
-    "media",
     "url",
     "publication",
 )
 # Statuses a write may ask for; `publishing_pending` is refused by the workflow's rules (422), not as a typo.
 WRITABLE_STATUSES = PublicationStatus.choices
+
+
+class MediaEntrySerializer(StrictSerializer):
+    """One media item: an uploaded medium of the account's library, or an image that lives elsewhere."""
+
+    read_only_fields = ("id",)
+
+    medium = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, help_text="An uploaded medium's id (/v1/media); or give `url`."
+    )
+    url = StrictCharField(required=False, max_length=URL_MAX_LENGTH, help_text="An external http(s) address.")
+    kind = serializers.ChoiceField(choices=MediaKind.choices, required=False, help_text="With `url`; default `image`.")
+    alt_text = StrictCharField(
+        required=False, allow_blank=True, max_length=500, help_text="Empty: the medium's own alt text."
+    )
+    width = serializers.IntegerField(required=False, allow_null=True, min_value=1, help_text="With `url`: pixels.")
+    height = serializers.IntegerField(required=False, allow_null=True, min_value=1, help_text="With `url`: pixels.")
+
+    def validate(self, attrs):
+        if (attrs.get("medium") is None) == (not attrs.get("url")):
+            raise serializers.ValidationError(
+                {"medium": [ErrorDetail("Give either `medium` (an uploaded medium's id) or `url`.", code="one_of")]}
+            )
+        if attrs.get("medium") is not None and set(attrs) & {"url", "kind", "width", "height"}:
+            raise serializers.ValidationError(
+                {"medium": [ErrorDetail("An uploaded medium has its own url, kind and size.", code="one_of")]}
+            )
+        return attrs
 
 
 class PostFieldsSerializer(StrictSerializer):
@@ -92,6 +123,13 @@ class PostFieldsSerializer(StrictSerializer):
         required=False,
         max_length=100,
         help_text="Tag names (the account's tags; a new name makes a tag). On PATCH the list replaces the post's tags.",
+    )
+    media = serializers.ListField(
+        child=MediaEntrySerializer(),
+        required=False,
+        max_length=50,
+        help_text='The post\'s media items, in order: `{"medium": id, "alt_text": ...}` for an uploaded image, '
+        '`{"url": ...}` for one that lives elsewhere. On PATCH the list replaces the post\'s media.',
     )
     meta_title = StrictCharField(
         required=False,
@@ -157,6 +195,8 @@ CONTENT_NAMES = ("title", "body", "teaser", "slug", "meta_title", "meta_descript
 def _split(fields: dict) -> dict:
     """The service's arguments from the validated fields: only what was sent."""
     arguments = {"content": {name: fields[name] for name in CONTENT_NAMES if name in fields}}
+    if "media" in fields:
+        arguments["content"]["media"] = [MediaInput(**entry) for entry in fields["media"]]
     for given, argument in (("tags", "tag_names"), ("publication_status", "status"), ("scheduled_at", "scheduled_at")):
         if given in fields:
             arguments[argument] = fields[given]

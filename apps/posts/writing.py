@@ -9,7 +9,7 @@ endpoints move it in and out of `published`.
 """
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
@@ -23,7 +23,7 @@ from apps.posts.editor_status import post_set_status
 from apps.posts.lifecycle import POST_NOT_FOUND, locked_post
 from apps.posts.models import Post, PublicationStatus, Tag
 from apps.posts.publish_now import publish_now
-from apps.posts.services import locked_post_change, post_create, post_delete
+from apps.posts.services import MediaInput, locked_post_change, post_create, post_delete
 
 _S = PublicationStatus
 # A caller's check of the post as it is now, made with its row locked, before anything changes (the
@@ -129,6 +129,13 @@ def post_write_new(
     return post
 
 
+def _by_position(post: Post, items: Sequence[MediaInput]) -> list[MediaInput]:
+    """A program sends the whole list: each item is the post's item at its place, changed where it
+    differs, so an unchanged list changes nothing (no post.updated, no new job)."""
+    existing = list(post.media.order_by("position", "id").values_list("pk", flat=True))
+    return [replace(item, id=existing[place]) if place < len(existing) else item for place, item in enumerate(items)]
+
+
 @transaction.atomic
 def post_write(
     *,
@@ -154,6 +161,8 @@ def post_write(
     if leaving:
         _set_status(post, writer=writer, status=status, scheduled_at=scheduled_at)
         post = locked_post(post.pk)
+    if "media" in content:
+        content = content | {"media": _by_position(post, content["media"])}
     post, _ = locked_post_change(locked=post, tags=tags, **content)
     if not leaving:
         _set_status(post, writer=writer, status=status, scheduled_at=scheduled_at)

@@ -11,12 +11,12 @@ the application answered without looking at the body (a 401, a 404).
 """
 
 import asyncio
-import io
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 
+from apps.core.http import body_limit
 from config.server.environ import build_environ
 from config.server.limits import Refused, check_head, refusal_messages
 from config.server.streaming import read_body, run_application
@@ -32,7 +32,6 @@ class Server:
         self.wsgi = wsgi_application
         self.threads = settings.WEB_THREADS
         self.body_timeout = settings.WEB_BODY_TIMEOUT
-        self.max_body = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         self.networks = settings.FORWARDED_ALLOW_IPS
         self._executor: ThreadPoolExecutor | None = None
 
@@ -50,7 +49,8 @@ class Server:
         try:
             check_head(scope)
             environ = build_environ(scope, self.networks)
-            body, close = await read_body(environ, receive, max_body=self.max_body, timeout=self.body_timeout)
+            max_body = body_limit(scope["path"], scope["method"])
+            body, close = await read_body(environ, receive, max_body=max_body, timeout=self.body_timeout)
         except Refused as refusal:
             log.warning("Refused a request from ip=%s: %s", (scope.get("client") or ("-",))[0], refusal.status)
             for message in refusal_messages(refusal.status):
@@ -58,9 +58,12 @@ class Server:
             return
         if body is None:  # the client went away
             return
-        environ["wsgi.input"] = io.BytesIO(body)
+        environ["wsgi.input"] = body
         loop = asyncio.get_running_loop()
-        messages = await loop.run_in_executor(self.executor, run_application, self.wsgi, environ, close, loop, send)
+        try:
+            messages = await loop.run_in_executor(self.executor, run_application, self.wsgi, environ, close, loop, send)
+        finally:
+            body.close()
         for message in messages:
             await send(message)
 

@@ -6,11 +6,15 @@ connection, with no timeout; and a body the application did not read left the co
 for the client's next request. asgiref's WsgiToAsgi reads the whole body first, but with no timeout
 and no size limit (even one the application refuses from its headers), and runs the application
 through sync_to_async, on one thread per process. Here the body is read within WEB_BODY_TIMEOUT
-(then 408) and up to MAX_REQUEST_BODY_BYTES, and the application runs on one of WEB_THREADS threads.
+(then 408) and up to MAX_REQUEST_BODY_BYTES (more on an upload's path, REQUEST_BODY_LIMITS), and
+the application runs on one of WEB_THREADS threads.
 """
 
 import asyncio
+import io
 import logging
+import tempfile
+from typing import BinaryIO
 
 from config.server.limits import Refused, refusal_messages
 
@@ -19,26 +23,30 @@ log = logging.getLogger("cps.web")
 # A response body larger than this is sent in parts as the application produces it (static files,
 # streaming responses); anything smaller goes in one message once the application returned.
 STREAM_AFTER_BYTES = 256 * 1024
+# A request body larger than this waits for the application in a temporary file.
+SPOOL_AFTER_BYTES = 1024 * 1024
 
 
 class ClientGone(Exception):
     """The client closed the connection while a large answer was being sent."""
 
 
-async def read_body(environ: dict, receive, *, max_body: int, timeout: float) -> tuple[bytes | None, bool]:
-    """The whole body (None when the client went away), and whether to close the connection after
-    the answer. A body the application refuses from the headers alone (larger than `max_body`, or
-    chunked: apps/api/middleware.py answers 413 and 411) is left unread: b"", closing."""
+async def read_body(environ: dict, receive, *, max_body: int, timeout: float) -> tuple[BinaryIO | None, bool]:
+    """The whole body as a file at its start (None when the client went away), and whether to close
+    the connection after the answer. A body the application refuses from the headers alone (larger
+    than `max_body`, or chunked: apps/api/middleware.py answers 413 and 411) is left unread: empty,
+    closing. Past SPOOL_AFTER_BYTES the body goes to a temporary file, not memory (an upload)."""
     declared = environ.get("CONTENT_LENGTH", "").strip()
     if "HTTP_TRANSFER_ENCODING" in environ:
-        return b"", True
+        return io.BytesIO(), True
     if not declared.isdigit() or int(declared) == 0:
-        return b"", False  # granian refuses a malformed Content-Length itself
+        return io.BytesIO(), False  # granian refuses a malformed Content-Length itself
     if int(declared) > max_body:
-        return b"", True
+        return io.BytesIO(), True
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    chunks = []
+    # Closed by the caller once the application answered (asgi.py), or here when the read fails.
+    body = tempfile.SpooledTemporaryFile(max_size=SPOOL_AFTER_BYTES)  # noqa: SIM115
     while True:
         remaining = deadline - loop.time()
         try:
@@ -46,12 +54,15 @@ async def read_body(environ: dict, receive, *, max_body: int, timeout: float) ->
                 raise TimeoutError
             message = await asyncio.wait_for(receive(), remaining)
         except TimeoutError:
+            body.close()
             raise Refused(408) from None
         if message["type"] == "http.disconnect":
+            body.close()
             return None, True
-        chunks.append(message.get("body", b""))
+        body.write(message.get("body", b""))
         if not message.get("more_body", False):
-            return b"".join(chunks), False
+            body.seek(0)
+            return body, False
 
 
 def run_application(wsgi, environ: dict, close: bool, loop, send) -> list[dict]:

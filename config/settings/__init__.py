@@ -28,8 +28,9 @@ at start-up: manage.py's commands, the web process and Celery's worker and beat.
 An app declares its own settings: for each app of INSTALLED_APPS under apps/ that has a `conf`
 module (apps/publishing/<kind>/conf.py), that module's UPPER_CASE names are added to these settings,
 read with the same helpers; the entries of a CELERY_BEAT_SCHEDULE there are added to beat's
-schedule. So a destination kind's settings live in its package, and nothing here names it. A name
-is set once: a module that sets one another module set already stops the start-up.
+schedule, and those of a REQUEST_BODY_LIMITS to the larger bodies some paths take. So a
+destination kind's settings live in its package, and nothing here names it. A name is set once: a
+module that sets one another module set already stops the start-up.
 """
 
 from importlib import import_module
@@ -54,7 +55,7 @@ _concerns = (
     "web",
 )
 # Settings an app's `conf` module adds entries to, instead of setting them.
-_merged = {"CELERY_BEAT_SCHEDULE"}
+_merged = {"CELERY_BEAT_SCHEDULE", "REQUEST_BODY_LIMITS"}
 
 
 def _add(module: ModuleType, into: dict) -> None:

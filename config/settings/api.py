@@ -93,3 +93,6 @@ RATE_LIMIT_AUTH_FAILURES = env.limit("RATE_LIMIT_AUTH_FAILURES", "100")
 
 # Largest request body in bytes, for the API (413) and for Django's own form parsing.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.positive_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024)
+# The paths that take a larger body (an upload), POST only: {path: bytes}. Apps add theirs in
+# their conf.py (the media library's MEDIA_MAX_BYTES); the web server and the API apply them.
+REQUEST_BODY_LIMITS: dict[str, int] = {}

@@ -19,6 +19,7 @@ INSTALLED_APPS = [
     "apps.users",
     "apps.accounts",
     "apps.channels",
+    "apps.media",
     "apps.posts",
     "apps.webhooks",
     "apps.publishing",

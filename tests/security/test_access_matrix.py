@@ -10,6 +10,7 @@ The expected answer follows the rules of the spec and the README, checked in thi
 6. otherwise success.
 """
 
+import io
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -24,10 +25,12 @@ from tests.factories import (
     ApiKeyFactory,
     ApiPublicationFactory,
     ChannelFactory,
+    MediumFactory,
     PostFactory,
     SubscriberFactory,
     UserFactory,
 )
+from tests.media import images
 
 pytestmark = pytest.mark.django_db
 
@@ -101,6 +104,14 @@ OPERATIONS = [
     ),
 ]
 
+OPERATIONS += [
+    Operation("GET", "/v1/media", Scope.READ_MEDIA),
+    Operation("POST", "/v1/media", Scope.WRITE_MEDIA, success=201, permission="articles.write"),
+    Operation("GET", "/v1/media/{id}", Scope.READ_MEDIA, target="medium"),
+    Operation("PATCH", "/v1/media/{id}", Scope.WRITE_MEDIA, target="medium", permission="articles.write"),
+    Operation("DELETE", "/v1/media/{id}", Scope.WRITE_MEDIA, target="medium", success=204, permission="articles.write"),
+]
+
 KEYS = ["missing", "expired", "revoked", "none", "wrong scope", "read", "all", "viewer-owned"]
 
 
@@ -153,6 +164,8 @@ class World:
         elif kind in ("newsletter", "subscriber"):
             objects["subscriber"] = SubscriberFactory(channel__account=account, channel__team=None)
             objects["newsletter"] = objects["subscriber"].channel
+        elif kind == "medium":
+            objects["medium"] = MediumFactory(account=account)
         elif kind == "published":
             objects["published"] = ApiPublicationFactory(
                 post__channel=channel, post__publication_status="published", post__published_at=timezone.now()
@@ -182,7 +195,13 @@ class World:
             ident = str(MISSING if missing else target.pk)
             for name in ("{channel_id}", "{id}", "{user_id}", "{subscriber_id}"):
                 path = path.replace(name, ident)
-        if operation.path == "/v1/sso_tokens":
+        if operation.path == "/v1/media" and operation.method == "POST":
+            upload = io.BytesIO(images.png(32, 24))
+            upload.name = "access.png"
+            return client.post(path, {"file": upload}, format="multipart")
+        if operation.path == "/v1/media/{id}" and operation.method == "PATCH":
+            body = {"alt_text": "Changed by a key"}
+        elif operation.path == "/v1/sso_tokens":
             body = {"user_id": str(MISSING if missing else target.pk)}
         elif operation.path in ("/v1/channels/{channel_id}/posts", "/v1/channels/{channel_id}/posts/{id}"):
             body = {"post": {"title": "Written by a key"}}
@@ -235,6 +254,8 @@ def assert_only_own_objects(world: World, operation: Operation, body: dict) -> N
         assert body["id"] in (str(world.admin.pk), str(world.viewer.pk))
     elif operation.path == "/v1/channels/{channel_id}/posts":
         assert {item["channel"]["id"] for item in body["data"]} == {own["channel"].pk}
+    elif operation.path == "/v1/media":
+        assert body["data"] == []
     elif operation.path == "/v1/channels/{channel_id}/subscribers":
         assert {item["id"] for item in body["data"]} == {own["subscriber"].pk}
     elif operation.path == "/v1/channels/{channel_id}/changes":
