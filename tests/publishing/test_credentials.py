@@ -192,6 +192,8 @@ def test_a_failing_publication_never_shows_the_token(
             "repository_url": failing_remote,
             "branch": "main",
             "path_template": "content/posts/{slug}.md",
+            "media_path": "static/images/{year}/{name}",
+            "media_url": "/images/{year}/{name}",
             "author_name": "Bot",
             "author_email": "bot@example.com",
             "token_username": "x-access-token",

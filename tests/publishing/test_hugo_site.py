@@ -1,5 +1,5 @@
 """What the git destination writes, read by what its readers run: Hugo builds the published files
-into pages (front matter dates, slugs, tags, drafts, the body's Markdown)."""
+into pages (front matter dates, slugs, tags, drafts, the body's Markdown, uploaded images)."""
 
 import io
 import shutil
@@ -12,14 +12,16 @@ from dulwich import porcelain
 from apps.posts.editor_status import post_publish_now, post_set_status
 from apps.posts.services import post_create
 from apps.publishing.services import channel_run
-from tests.factories import TagFactory
+from tests.factories import PostFactory, TagFactory
+from tests.publishing.git_images import document_of, png, run_job, uploaded_image
 
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.skipif(shutil.which("hugo") is None, reason="needs Hugo (Debian's hugo package; .ci/run installs it)"),
 ]
 
-SINGLE = """<article><h1>{{ .Title }}</h1><time>{{ .Date.Format "2006-01-02T15:04:05Z07:00" }}</time>
+SINGLE = """{{ template "_internal/opengraph.html" . }}
+<article><h1>{{ .Title }}</h1><time>{{ .Date.Format "2006-01-02T15:04:05Z07:00" }}</time>
 <p class="description">{{ .Description }}</p><ul>{{ range .Params.tags }}<li>{{ . }}</li>{{ end }}</ul>
 {{ .Content }}</article>"""
 LIST = """{{ range .Site.RegularPages }}<a href="{{ .RelPermalink }}">{{ .Title }}</a>{{ end }}"""
@@ -83,3 +85,17 @@ def test_hugo_leaves_out_a_post_unpublished_as_a_draft(git_channel, bare_repo, t
     assert (public / "posts" / "kept" / "index.html").exists()
     assert (public.parent / "content" / "posts" / "withdrawn.md").exists()  # the file stays...
     assert not (public / "posts" / "withdrawn").exists()  # ...as a draft, which Hugo does not build
+
+
+def test_hugo_shows_an_uploaded_image_from_the_repositorys_static_folder_and_as_the_opengraph_image(
+    git_channel, bare_repo, tmp_path
+):
+    image = uploaded_image(png(), alt_text="A red square")
+    post = PostFactory(channel=git_channel, title="Pictured", slug="pictured")
+    run_job(git_channel, document_of(post, image, body=f"Look:\n\n![A red square]({image.src})\n"))
+
+    public = build(bare_repo, tmp_path / "site")
+    page = (public / "posts" / "pictured" / "index.html").read_text()
+    assert f'<img src="/images/2026/{image.name}" alt="A red square">' in page
+    assert (public / "images" / "2026" / image.name).read_bytes() == png()
+    assert f'<meta property="og:image" content="https://docs.example.com/images/2026/{image.name}"' in page

@@ -1,5 +1,5 @@
 """What the git destination writes, read by Jekyll: posts under _posts/ with the date in the file
-name (Jekyll's rule), front matter dates, titles, tags and the Markdown body."""
+name (Jekyll's rule), front matter dates, titles, tags, the Markdown body and uploaded images."""
 
 import io
 import shutil
@@ -14,7 +14,8 @@ from apps.posts.editor_status import post_publish_now
 from apps.posts.services import post_create
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.services import channel_run
-from tests.factories import ChannelFactory, TagFactory
+from tests.factories import ChannelFactory, PostFactory, TagFactory
+from tests.publishing.git_images import document_of, png, run_job, uploaded_image
 
 pytestmark = [
     pytest.mark.django_db,
@@ -73,3 +74,26 @@ def test_jekyll_builds_a_post_published_under_posts_with_its_date_in_the_file_na
     assert "<h1>Jekyll: it&#39;s &lt;here&gt; &amp; now</h1>" in html
     assert f"<time>{day:%Y-%m-%dT%H:%M:%S}+00:00</time>" in html
     assert "<li>news</li>" in html and "<em>Markdown</em>" in html
+
+
+def test_jekyll_shows_an_uploaded_image_committed_under_assets(bare_repo, tmp_path):
+    channel = ChannelFactory(platform="git")
+    git_destination_save(
+        channel=channel,
+        settings=GitSettings(
+            repository_url=str(bare_repo),
+            path_template="_posts/{year}-{month}-{day}-{slug}.md",
+            media_path="assets/images/{year}/{name}",
+            media_url="/assets/images/{year}/{name}",
+        ),
+    )
+    image = uploaded_image(png("navy"), alt_text="A navy square")
+    post = PostFactory(channel=channel, title="Pictured", slug="pictured")
+    document = document_of(post, image, body=f"Look:\n\n![A navy square]({image.url})\n")
+    run_job(channel, document)
+
+    day = document.published_at
+    site = build(bare_repo, tmp_path / "site")
+    html = (site / f"{day:%Y}" / f"{day:%m}" / f"{day:%d}" / "pictured.html").read_text()
+    assert f'<img src="/assets/images/2026/{image.name}" alt="A navy square" />' in html
+    assert (site / "assets" / "images" / "2026" / image.name).read_bytes() == png("navy")

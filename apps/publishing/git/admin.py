@@ -76,7 +76,7 @@ class GitDestinationAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     # Where a channel publishes, with its credentials: an SSO session confirms its password first.
     step_up = StepUp.ALL_BUT_THE_LIST
     fieldsets = (
-        (None, {"fields": ("channel", "repository_url", "branch", "path_template")}),
+        (None, {"fields": ("channel", "repository_url", "branch", "path_template", "media_path", "media_url")}),
         ("Commits", {"fields": ("author_name", "author_email")}),
         CREDENTIALS_FIELDSET,
         ("Pages", {"fields": ("post_url_template", "commit_url_template", "unpublish_keeps_file")}),

@@ -6,7 +6,6 @@ again, so a job whose outcome was unknown (the push sent, the answer lost) finds
 """
 
 import re
-import string
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -16,67 +15,18 @@ from django.conf import settings
 
 from apps.core import crypto
 from apps.core.destinations import EVERY_ACTION, DestinationKind, Document, JobContext, Outcome, PublishError
-from apps.publishing.git import paths, repository
+from apps.publishing.git import media, paths, repository
 from apps.publishing.git.failures import describe_failure, did_not_answer
 from apps.publishing.git.models import PLATFORM, GitDestination
 from apps.publishing.git.remote import Credentials, parse_remote
+from apps.publishing.git.templates import check_path_template, fill_template, template_placeholders
 from apps.publishing.models import JobAction
 
-PLACEHOLDERS = ("slug", "id", "year", "month", "day")
 MESSAGE_VERBS = {JobAction.PUBLISH: "Publish", JobAction.UPDATE: "Update", JobAction.UNPUBLISH: "Unpublish"}
-
-
-def template_placeholders(template: str, what: str) -> list[str]:
-    """The placeholders of a path or URL template; PublishError (permanent) for a malformed one or
-    one with placeholders other than PLACEHOLDERS (plain `{name}` only: no format specs)."""
-    try:
-        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template)]
-    except ValueError as exc:
-        raise PublishError(f"The {what} {template!r} is malformed ({exc}).", permanent=True) from None
-    names = [name for name, _, _ in fields if name is not None]
-    unknown = sorted({name for name in names if name not in PLACEHOLDERS})
-    if unknown or any(spec or conversion for name, spec, conversion in fields if name is not None):
-        known = ", ".join("{" + name + "}" for name in PLACEHOLDERS)
-        problem = f"unknown placeholders {', '.join('{' + n + '}' for n in unknown)}" if unknown else "formats"
-        raise PublishError(f"The {what} uses {problem}; known: {known} (plain, without formats).", permanent=True)
-    return names
-
-
-def fill_template(template: str, *, slug: str, post_id: int, date: datetime) -> str:
-    return template.strip().format(
-        slug=slug, id=post_id, year=f"{date.year:04d}", month=f"{date.month:02d}", day=f"{date.day:02d}"
-    )
-
-
-# What a template is tried with at set-up: a part that makes a name git refuses from these
-# (git~{id}: git~1) is refused then, not by the first post's job.
-_SAMPLE = {"slug": "a-post", "post_id": 1, "date": datetime(2024, 1, 31, tzinfo=UTC)}
 
 
 class RefusedPath(PublishError):
     """The path a template makes for one post has a part git refuses (its slug made it so)."""
-
-
-def check_path_template(template: str) -> None:
-    """PublishError (permanent) when the template could write outside the repository's files, or
-    makes a path git refuses (named by its part)."""
-    template = template.strip()
-    if not template:
-        raise PublishError("Enter a path template, e.g. content/posts/{slug}.md.", permanent=True)
-    names = template_placeholders(template, "path template")
-    if "slug" not in names and "id" not in names:
-        raise PublishError(
-            "The path template needs {slug} or {id}, or every post would get the same file.", permanent=True
-        )
-    if template.startswith(("/", "~")) or ":" in template.split("/")[0]:
-        raise PublishError("The path template must be a relative path inside the repository.", permanent=True)
-    for part in template.split("/"):
-        problem = paths.element_problem(part)
-        made = fill_template(part, **_SAMPLE) if problem is None else part
-        problem = problem or paths.element_problem(made)
-        if problem is not None:
-            makes = f" (it makes {made!r} for a post)" if made != part else ""
-            raise PublishError(f"The path template's part {part!r}{makes} is refused: {problem}.", permanent=True)
 
 
 def render_template(template: str, *, slug: str, post_id: int, date: datetime) -> str:
@@ -94,7 +44,7 @@ def render_template(template: str, *, slug: str, post_id: int, date: datetime) -
     return path
 
 
-def front_matter(document: Document, *, draft: bool) -> dict:
+def front_matter(document: Document, *, draft: bool, images: list[str] | None = None) -> dict:
     matter = {"title": document.title, "date": _second(document.published_at)}
     if document.updated_at is not None:
         matter["lastmod"] = _second(document.updated_at)
@@ -102,6 +52,8 @@ def front_matter(document: Document, *, draft: bool) -> dict:
     matter["tags"] = list(document.tags)
     if document.description:
         matter["description"] = document.description
+    if images:
+        matter["images"] = images  # the post's own images, where Hugo's OpenGraph and others read them
     matter["draft"] = draft
     matter["id"] = document.post_id
     return matter
@@ -111,11 +63,14 @@ def _second(value: datetime) -> datetime:
     return value.astimezone(UTC).replace(microsecond=0)
 
 
-def render_file(document: Document, *, draft: bool = False) -> bytes:
+def render_file(document: Document, *, draft: bool = False, images: list[media.SiteImage] | None = None) -> bytes:
     """The post's file: YAML front matter written by the YAML library (any title round-trips), then
-    the body as it is."""
-    matter = yaml.safe_dump(front_matter(document, draft=draft), allow_unicode=True, sort_keys=False, width=10**6)
-    body = document.body if document.body.endswith("\n") or not document.body else document.body + "\n"
+    the body as it is, its uploaded images addressed where the site serves them."""
+    images = images or []
+    matter = front_matter(document, draft=draft, images=media.attached_urls(images))
+    matter = yaml.safe_dump(matter, allow_unicode=True, sort_keys=False, width=10**6)
+    body = media.rewrite_body(document.body, images)
+    body = body if body.endswith("\n") or not body else body + "\n"
     return f"---\n{matter}---\n\n{body}".encode()
 
 
@@ -220,8 +175,10 @@ class GitPublisher:
         target = render_template(
             self.setup.path_template, slug=document.slug, post_id=document.post_id, date=document.published_at
         )
-        content = render_file(document)
+        images = self._images(document)
+        content = render_file(document, images=images)
         verb = MESSAGE_VERBS[JobAction(job.action)]
+        read = media.Reader()  # each image read once, though the branch moving makes the commit again
 
         def plan(repo, head):
             existing = repository.read_file(repo, head, target)
@@ -239,9 +196,13 @@ class GitPublisher:
                 old_content = repository.read_file(repo, head, old)
                 if file_post_id(old_content) == document.post_id:
                     changes[old] = None  # the slug changed: the file moves, in the same commit
+            changes |= media.image_changes(images, lambda path: repository.has_file(repo, head, path), read)
             return changes, target, commit_message(verb, document.title, post_id=document.post_id, job_id=job.job_id)
 
         return self._with_url(self._change(job, plan), document)
+
+    def _images(self, document: Document) -> list[media.SiteImage]:
+        return media.site_images(document, media_path=self.setup.media_path, media_url=self.setup.media_url)
 
     def _with_url(self, outcome: Outcome, document: Document) -> Outcome:
         return Outcome(reference=outcome.reference, path=outcome.path, url=self._url(document))
@@ -268,7 +229,7 @@ class GitPublisher:
             if self.setup.unpublish_keeps_file and document is not None:
                 # The draft keeps the date it was published with: taking it down is not a new date.
                 dated = replace(document, published_at=file_date(existing) or document.published_at)
-                draft = render_file(dated, draft=True)
+                draft = render_file(dated, draft=True, images=self._images(document))
                 return ({target: draft} if draft != existing else {}), target, message
             return {target: None}, "", message
 

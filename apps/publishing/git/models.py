@@ -6,6 +6,9 @@ from apps.core import crypto
 # The platform value of this kind's channels (Channel.platform).
 PLATFORM = "git"
 DEFAULT_PATH_TEMPLATE = "content/posts/{slug}.md"
+# Hugo serves static/ at the site's root.
+DEFAULT_MEDIA_PATH = "static/images/{year}/{name}"
+DEFAULT_MEDIA_URL = "/images/{year}/{name}"
 DEFAULT_TOKEN_USERNAME = "x-access-token"  # noqa: S105 (a user name, not a secret)
 
 
@@ -27,6 +30,20 @@ class GitDestination(models.Model):
         max_length=300,
         default=DEFAULT_PATH_TEMPLATE,
         help_text="Where each post's file goes. Placeholders: {slug}, {id}, {year}, {month}, {day}.",
+    )
+    media_path = models.CharField(
+        "media path template",
+        max_length=300,
+        default=DEFAULT_MEDIA_PATH,
+        help_text="Where each uploaded image a post shows goes, committed with the post. Placeholders: {name} "
+        "(required), {year}, {month} (of the upload).",
+    )
+    media_url = models.CharField(
+        "media URL template",
+        max_length=500,
+        default=DEFAULT_MEDIA_URL,
+        help_text="The address the site serves those images at, which the post's Markdown points to (same "
+        "placeholders), e.g. /images/{year}/{name} for Hugo's static/images/{year}/{name}.",
     )
     author_name = models.CharField("commit author name", max_length=200, default="Content Publishing")
     author_email = models.EmailField("commit author e-mail", default="publishing@example.com")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from django.conf import settings
 from dulwich.client import GitClient, HttpGitClient, LocalGitClient
+from dulwich.errors import NotTreeError
 from dulwich.object_store import commit_tree_changes, tree_lookup_path
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.pack import pack_objects_to_data
@@ -189,6 +190,17 @@ def read_file(repo: Repo, commit: bytes | None, path: str) -> bytes | None:
         return None
     obj = repo.object_store[sha]
     return obj.data if isinstance(obj, Blob) else None
+
+
+def has_file(repo: Repo, commit: bytes | None, path: str) -> bool:
+    """Whether `path` names a file at `commit` (without reading it)."""
+    if commit is None:
+        return False
+    try:
+        mode, _ = tree_lookup_path(repo.object_store.__getitem__, repo[commit].tree, path.encode())
+    except (KeyError, NotTreeError):
+        return False
+    return stat.S_ISREG(mode)
 
 
 class BranchMoved(Exception):

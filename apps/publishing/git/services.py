@@ -15,9 +15,17 @@ from apps.core.errors import DomainError
 from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
 from apps.publishing.git import repository
-from apps.publishing.git.destination import GitPublisher, check_path_template
-from apps.publishing.git.models import DEFAULT_PATH_TEMPLATE, DEFAULT_TOKEN_USERNAME, PLATFORM, GitDestination
+from apps.publishing.git.destination import GitPublisher
+from apps.publishing.git.models import (
+    DEFAULT_MEDIA_PATH,
+    DEFAULT_MEDIA_URL,
+    DEFAULT_PATH_TEMPLATE,
+    DEFAULT_TOKEN_USERNAME,
+    PLATFORM,
+    GitDestination,
+)
 from apps.publishing.git.remote import keyscan_command, parse_remote
+from apps.publishing.git.templates import check_media_path, check_media_url, check_path_template
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,8 @@ class GitSettings:
     repository_url: str
     branch: str = "main"
     path_template: str = DEFAULT_PATH_TEMPLATE
+    media_path: str = DEFAULT_MEDIA_PATH
+    media_url: str = DEFAULT_MEDIA_URL
     author_name: str = "Content Publishing"
     author_email: str = "publishing@example.com"
     token_username: str = DEFAULT_TOKEN_USERNAME
@@ -46,10 +56,15 @@ def git_settings_check(settings: GitSettings) -> None:
     branch = settings.branch.strip()
     if not branch or branch.startswith(("-", "/")) or ".." in branch or any(c in branch for c in " ~^:?*[\\"):
         raise field_error("branch", "invalid", f"{settings.branch!r} is not a valid branch name.")
-    try:
-        check_path_template(settings.path_template)
-    except PublishError as exc:
-        raise field_error("path_template", "invalid", exc.message) from None
+    for name, check in (
+        ("path_template", check_path_template),
+        ("media_path", check_media_path),
+        ("media_url", check_media_url),
+    ):
+        try:
+            check(getattr(settings, name))
+        except PublishError as exc:
+            raise field_error(name, "invalid", exc.message) from None
     try:
         validate_email(settings.author_email)
     except ValidationError:

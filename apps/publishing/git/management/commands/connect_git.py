@@ -7,8 +7,19 @@ from apps.channels.models import Channel
 from apps.core.commands import Failure, JsonCommand
 from apps.core.errors import DomainError
 from apps.core.keep import KEEP
-from apps.publishing.git.models import DEFAULT_PATH_TEMPLATE, GitDestination
+from apps.publishing.git.models import DEFAULT_MEDIA_PATH, DEFAULT_MEDIA_URL, DEFAULT_PATH_TEMPLATE, GitDestination
 from apps.publishing.git.services import GitSettings, git_destination_save
+
+# The options that set a field of the set-up (option -> field); one left out keeps what is set up.
+OPTION_FIELDS = {
+    "branch": "branch",
+    "path": "path_template",
+    "media_path": "media_path",
+    "media_url": "media_url",
+    "author_name": "author_name",
+    "author_email": "author_email",
+    "token_username": "token_username",
+}
 
 
 def destination_data(destination: GitDestination) -> dict:
@@ -18,6 +29,8 @@ def destination_data(destination: GitDestination) -> dict:
         "repository_url": destination.repository_url,
         "branch": destination.branch,
         "path_template": destination.path_template,
+        "media_path": destination.media_path,
+        "media_url": destination.media_url,
         "author_name": destination.author_name,
         "author_email": destination.author_email,
         "token_username": destination.token_username,
@@ -43,6 +56,12 @@ class Command(JsonCommand):
         # Left out on a second run, what is set up stays (defaults: main, content/posts/{slug}.md).
         parser.add_argument("--branch", default=None)
         parser.add_argument("--path", default=None, help=f"path template (default {DEFAULT_PATH_TEMPLATE})")
+        parser.add_argument(
+            "--media-path", default=None, help=f"where uploaded images go (default {DEFAULT_MEDIA_PATH})"
+        )
+        parser.add_argument(
+            "--media-url", default=None, help=f"where the site serves them (default {DEFAULT_MEDIA_URL})"
+        )
         parser.add_argument("--token-username", default=None, help="user name sent with the token (x-access-token)")
         parser.add_argument("--author-name", default=None)
         parser.add_argument("--author-email", default=None)
@@ -74,18 +93,11 @@ class Command(JsonCommand):
         known_hosts = self._read(options["known_hosts_file"], "known hosts") if options["known_hosts_file"] else None
         # What the options leave out stays as set up (or takes the default on a first run).
         base = GitDestination.objects.filter(channel=channel).first() or GitSettings(repository_url="")
-        settings = GitSettings(
-            repository_url=options["url"],
-            branch=options["branch"] or base.branch,
-            path_template=options["path"] or base.path_template,
-            author_name=options["author_name"] or base.author_name,
-            author_email=options["author_email"] or base.author_email,
-            known_hosts=known_hosts if known_hosts is not None else base.known_hosts,
-            token_username=options["token_username"] or base.token_username,
-            unpublish_keeps_file=base.unpublish_keeps_file,
-            post_url_template=base.post_url_template,
-            commit_url_template=base.commit_url_template,
-        )
+        kept = {name: getattr(base, name) for name in GitSettings.__dataclass_fields__}
+        given = {field: options[option] for option, field in OPTION_FIELDS.items() if options[option]}
+        if known_hosts is not None:
+            given["known_hosts"] = known_hosts
+        settings = GitSettings(**(kept | given | {"repository_url": options["url"]}))
         try:
             return git_destination_save(channel=channel, settings=settings, token=token, ssh_key=ssh_key)
         except DomainError as exc:
