@@ -131,6 +131,20 @@ def test_unpublishing_removes_the_post_and_keeps_its_images(git_channel, bare_re
     assert list(files(bare_repo)) == [f"static/images/2026/{image.name}"]
 
 
+def test_a_post_kept_as_a_draft_on_unpublish_still_points_at_its_images(git_channel, bare_repo):
+    GitDestination.objects.filter(channel=git_channel).update(unpublish_keeps_file=True)
+    image = uploaded_image(png())
+    document = document_of(a_post(git_channel), image, body=f"![]({image.src})")
+    run_job(git_channel, document)
+
+    run_job(git_channel, document, action="unpublish", previous_path="content/posts/with-pictures.md")
+
+    matter, text = front_matter(files(bare_repo)["content/posts/with-pictures.md"])
+    assert matter["draft"] is True and matter["images"] == [f"/images/2026/{image.name}"]
+    assert text == f"\n![](/images/2026/{image.name})\n"
+    assert f"static/images/2026/{image.name}" in files(bare_repo)
+
+
 def test_the_channels_templates_place_and_address_the_images_with_year_and_month(git_channel, bare_repo):
     GitDestination.objects.filter(channel=git_channel).update(
         media_path="assets/img/{year}/{month}/{name}", media_url="https://cdn.example.com/img/{year}/{month}/{name}"
