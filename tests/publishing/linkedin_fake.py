@@ -1,5 +1,5 @@
 """A local fake of LinkedIn's OAuth 2.0 endpoints and the REST endpoints the LinkedIn destination
-uses (userinfo, organizationAcls, organizations, posts), on 127.0.0.1 in a daemon thread. It checks
+uses (userinfo, organizationAcls, organizations, images, posts), on 127.0.0.1 in a daemon thread. It checks
 every header and body field the real API requires and answers as LinkedIn does, so a client that
 passes here sends what LinkedIn takes. Failures can be injected: error answers, slow answers, and a
 post made whose answer never arrives."""
@@ -30,6 +30,9 @@ REQUIRED_POST_FIELDS = ("author", "commentary", "visibility", "distribution", "l
 _OPTIONAL_POST_FIELDS = ("isReshareDisabledByAuthor", "content", "contentLandingPage", "contentCallToActionLabel")
 POST_FIELDS = {*REQUIRED_POST_FIELDS, *_OPTIONAL_POST_FIELDS, "container", "reshareContext"}
 COMMENTARY_LIMIT = 3000
+ALT_TEXT_LIMIT = 4086
+# What the Images API takes, by the bytes' signature (LinkedIn fails to process anything else).
+IMAGE_SIGNATURES = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/jpeg", b"GIF8": "image/gif"}
 # Little Text Format: these characters mean markup unless escaped with a backslash; LinkedIn quietly
 # cuts a post short at an unescaped one, which the fake turns into a 422 so a test notices. The
 # elements it reads: a mention, a hashtag template, and a plain #word (letters and digits).
@@ -65,6 +68,7 @@ class Request:
     headers: CaseInsensitiveDict
     body: Any  # the JSON value, the form as a dict, the text, or None
     raw_query: str = ""
+    raw: bytes = b""
 
 
 @dataclass
@@ -144,7 +148,9 @@ class _Server(ThreadingHTTPServer):
 class FakeLinkedIn:
     """LinkedIn at `.url` (REST, userinfo) and `.auth_url` (OAuth). State is public for tests to read and
     arrange: `members`, `organizations` (sub -> URNs administered), `organization_names`, `posts`,
-    `deleted_posts`, `requests` (every request, as a Request), `token_requests` (each token form)."""
+    `deleted_posts`, `requests` (every request, as a Request), `token_requests` (each token form),
+    `images` (image URN -> {"owner", "data": the uploaded bytes or None, "type"}) and `uploads` (each
+    PUT of an image's bytes, as (image URN, bytes))."""
 
     def __init__(self, version: str = "202610", client_id: str = "test-client", client_secret: str = "test-secret"):  # noqa: S107
         self.version, self.client_id, self.client_secret = version, client_id, client_secret
@@ -167,6 +173,9 @@ class FakeLinkedIn:
         self.token_requests: list[dict] = []
         self.posts: dict[str, dict] = {}
         self.deleted_posts: dict[str, dict] = {}
+        self.images: dict[str, dict] = {}
+        self.uploads: list[tuple[str, bytes]] = []
+        self._upload_ids: dict[str, str] = {}  # the upload address's id -> image URN
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._codes: dict[str, dict] = {}
@@ -279,6 +288,7 @@ class FakeLinkedIn:
             headers,
             _parse_body(headers.get("Content-Type", ""), raw),
             raw_query,
+            raw,
         )
         with self._lock:
             self.requests.append(request)
@@ -323,6 +333,8 @@ class FakeLinkedIn:
         if r.path in routes:
             method, view = routes[r.path]
             return view(r) if r.method == method else _error(405, f"{r.method} is not allowed here")
+        if r.path.startswith("/dms-uploads/"):
+            return self._upload(r) if r.method == "PUT" else _error(405, f"{r.method} is not allowed here")
         if not r.path.startswith("/rest/"):
             return _error(404, f"No resource at {r.path}", "NOT_FOUND")
         if "LinkedIn-Version" not in r.headers:
@@ -344,6 +356,8 @@ class FakeLinkedIn:
             return self._acls(r, token)
         if (found := re.fullmatch(r"/rest/organizations/(\d+)", r.path)) and r.method == "GET":
             return self._organization(found.group(1))
+        if r.path == "/rest/images" and r.method == "POST":
+            return self._initialize_upload(r, token)
         if r.path == "/rest/posts":
             return {"POST": self._create_post, "GET": self._find_posts}.get(r.method, _not_allowed)(r, token)
         if r.path.startswith("/rest/posts/") and r.method in ("POST", "DELETE"):
@@ -512,6 +526,8 @@ class FakeLinkedIn:
         denied = self._denied(token, body["author"], "create post as author")
         if denied:
             return denied
+        if missing_image := self._image_problem(body.get("content"), body["author"]):
+            return _error(400, missing_image, "ILLEGAL_ARGUMENT")
         urn = f"urn:li:share:{self._next_post}"
         self._next_post += 1
         now = int(time.time() * 1000)
@@ -533,6 +549,47 @@ class FakeLinkedIn:
             self._drops -= 1
             return _DROP
         return _empty(201, [("x-restli-id", urn), ("x-linkedin-id", urn)])
+
+    def _initialize_upload(self, r: Request, token: _Token):
+        if r.query.get("action") != "initializeUpload":
+            return _error(400, "POST /rest/images takes action=initializeUpload", "ILLEGAL_ARGUMENT")
+        request = r.body.get("initializeUploadRequest") if isinstance(r.body, dict) else None
+        if not isinstance(request, dict) or not isinstance(request.get("owner"), str):
+            return _unprocessable("/initializeUploadRequest/owner :: field is required but not found")
+        if denied := self._denied(token, request["owner"], "upload an image as owner"):
+            return denied
+        urn, upload_id = f"urn:li:image:D4E10AQ{secrets.token_urlsafe(12)}", secrets.token_urlsafe(16)
+        self.images[urn] = {"owner": request["owner"], "data": None, "type": None}
+        self._upload_ids[upload_id] = urn
+        expires = int(time.time() * 1000) + 86400000
+        upload_url = f"{self.url}/dms-uploads/{upload_id}/feedshare-uploadedImage/0?ca=vector_feedshare&sync=0"
+        return _json(200, {"value": {"uploadUrlExpiresAt": expires, "uploadUrl": upload_url, "image": urn}})
+
+    def _upload(self, r: Request):
+        token = self._bearer(r)
+        if not isinstance(token, _Token):
+            return token
+        urn = self._upload_ids.get(r.path.split("/")[2])
+        if urn is None:
+            return _error(404, "No upload at this address", "NOT_FOUND")
+        kind = next((kind for sig, kind in IMAGE_SIGNATURES.items() if r.raw.startswith(sig)), None)
+        if kind is None:
+            return _error(400, "The uploaded file is not a JPEG, PNG or GIF image", "ILLEGAL_ARGUMENT")
+        self.images[urn].update(data=r.raw, type=kind)
+        self.uploads.append((urn, r.raw))
+        return _empty(201)
+
+    def _image_problem(self, content, author) -> str | None:
+        """Why LinkedIn refuses the images a post names (never uploaded, another owner's), or None."""
+        content = content or {}
+        entries = [content["media"]] if "media" in content else content.get("multiImage", {}).get("images", [])
+        for urn in (entry["id"] for entry in entries):
+            image = self.images.get(urn)
+            if image is None or image["data"] is None:
+                return f"/content :: image {urn} has not been uploaded"
+            if image["owner"] != author:
+                return f"/content :: image {urn} belongs to {image['owner']}, not to the post's author {author}"
+        return None
 
     def _denied(self, token: _Token, author, action: str):
         if author not in self._authors(token):
@@ -613,11 +670,31 @@ def _commentary_problem(commentary) -> str | None:
 
 
 def _content_problem(content) -> str | None:
-    article = content.get("article") if isinstance(content, dict) and set(content) == {"article"} else None
-    if not isinstance(article, dict):
-        return "/content :: the fake takes an article only: {'article': {'source': ..., 'title': ...}}"
-    if not str(article.get("source", "")).startswith(("http://", "https://")) or not article.get("title"):
-        return "/content/article :: source (a URL) and title are required"
+    if not isinstance(content, dict) or len(content) != 1 or not isinstance(next(iter(content.values())), dict):
+        return "/content :: one of article, media or multiImage, an object"
+    if article := content.get("article"):
+        if not str(article.get("source", "")).startswith(("http://", "https://")) or not article.get("title"):
+            return "/content/article :: source (a URL) and title are required"
+        return None
+    if "media" in content:
+        return _media_problem(content["media"], "/content/media")
+    if "multiImage" not in content or set(content["multiImage"]) - {"images", "altText"}:
+        return "/content :: the fake takes article, media or multiImage: {'multiImage': {'images': [...]}}"
+    images = content["multiImage"].get("images")
+    if not isinstance(images, list) or not 2 <= len(images) <= 20:
+        return "/content/multiImage/images :: from 2 to 20 images"
+    problems = (_media_problem(image, f"/content/multiImage/images/{n}") for n, image in enumerate(images))
+    return next(filter(None, problems), None)
+
+
+def _media_problem(media, where: str) -> str | None:
+    if not isinstance(media, dict) or set(media) - {"id", "altText", "title"}:
+        return f"{where} :: an object of id, altText and title"
+    if not str(media.get("id", "")).startswith("urn:li:image:"):
+        return f"{where}/id :: an image URN (urn:li:image:...) is required"
+    alt_text = media.get("altText", "")
+    if not isinstance(alt_text, str) or len(alt_text) > ALT_TEXT_LIMIT:
+        return f"{where}/altText :: a string of at most {ALT_TEXT_LIMIT} characters"
     return None
 
 

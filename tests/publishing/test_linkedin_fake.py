@@ -188,3 +188,52 @@ def test_a_hanging_request_times_the_client_out_and_stopping_abandons_it():
         stopper.join(timeout=10)
     assert not stopper.is_alive()
     assert fake.posts == {}
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 32  # the signature is what the fake looks at
+
+
+def initialize(fake, token, owner=ADA):
+    answer = rest(
+        fake, "POST", "/rest/images?action=initializeUpload", token, json={"initializeUploadRequest": {"owner": owner}}
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json()["value"]["uploadUrl"], answer.json()["value"]["image"]
+
+
+def test_an_image_is_posted_only_once_its_bytes_are_uploaded_and_only_by_its_owner(linkedin):
+    token = linkedin.issue_token()["access_token"]
+    upload_url, urn = initialize(linkedin, token)
+    assert urlsplit(upload_url).netloc == urlsplit(linkedin.url).netloc and urn.startswith("urn:li:image:")
+
+    never_uploaded = create(linkedin, token, content={"media": {"id": urn}})
+    bearer = {"Authorization": f"Bearer {token}", "Content-Type": "image/png"}
+    not_an_image = requests.put(upload_url, data=b"<svg/>", headers=bearer, timeout=10)
+    anonymous = requests.put(upload_url, data=PNG, headers={"Content-Type": "image/png"}, timeout=10)
+    uploaded = requests.put(upload_url, data=PNG, headers=bearer, timeout=10)
+    as_the_page = create(linkedin, token, author="urn:li:organization:2414183", content={"media": {"id": urn}})
+    posted = create(linkedin, token, content={"media": {"id": urn, "altText": "A square"}})
+
+    assert (never_uploaded.status_code, never_uploaded.json()["message"]) == (
+        400,
+        f"/content :: image {urn} has not been uploaded",
+    )
+    assert (not_an_image.status_code, anonymous.status_code, uploaded.status_code) == (400, 401, 201)
+    assert as_the_page.status_code == 400 and "belongs to urn:li:person:abc123" in as_the_page.json()["message"]
+    assert posted.status_code == 201
+    assert linkedin.uploads == [(urn, PNG)] and linkedin.images[urn] == {"owner": ADA, "data": PNG, "type": "image/png"}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"media": {"id": "urn:li:digitalmediaAsset:1"}},
+        {"media": {"id": "urn:li:image:1", "caption": "x"}},
+        {"multiImage": {"images": [{"id": "urn:li:image:1"}]}},
+        {"multiImage": {"images": [{"id": f"urn:li:image:{n}"} for n in range(21)]}},
+        {"media": {"id": "urn:li:image:1"}, "article": {"source": "https://example.com", "title": "T"}},
+    ],
+)
+def test_post_content_linkedin_would_refuse_is_422(linkedin, content):
+    answer = create(linkedin, linkedin.issue_token()["access_token"], content=content)
+    assert answer.status_code == 422 and linkedin.posts == {}
