@@ -1,6 +1,7 @@
 """LinkedIn's HTTP API as this service uses it: the OAuth 2.0 authorization code flow and token
 refresh (Authlib's OAuth2Session, over requests), the member's userinfo, the pages they administer,
-and the Posts API (versioned REST: `LinkedIn-Version` and Rest.li 2.0.0 headers).
+the Images API (initialize an upload, then PUT the bytes) and the Posts API (versioned REST:
+`LinkedIn-Version` and Rest.li 2.0.0 headers).
 
 Every failure is an ApiError carrying LinkedIn's status (None: no answer came) and message; what
 it means for a job is the destination's business. The two base addresses are operator settings
@@ -10,7 +11,7 @@ it means for a job is the destination's business. The two base addresses are ope
 import email.utils
 import time
 from datetime import UTC, datetime, timedelta
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import requests
 from authlib.integrations.requests_client import OAuth2Session, OAuthError
@@ -163,10 +164,12 @@ class Client:
                 "X-Restli-Protocol-Version": RESTLI_PROTOCOL,
                 **(headers or {}),
             }
+        # An upload goes to the absolute address LinkedIn gave for it; everything else to the API.
+        url = path if path.startswith(("https://", "http://")) else f"{settings.LINKEDIN_API_URL}{path}"
         try:
             response = self.session.request(
                 method,
-                f"{settings.LINKEDIN_API_URL}{path}",
+                url,
                 headers=headers,
                 timeout=self._timeout(),
                 allow_redirects=False,
@@ -224,8 +227,34 @@ class Client:
             return ""
         return name if isinstance(name, str) else ""
 
-    def create_post(self, *, author: str, commentary: str) -> str:
-        """Publish; the new post's URN (LinkedIn's `x-restli-id` header)."""
+    def initialize_image_upload(self, *, owner: str) -> tuple[str, str]:
+        """(the address to PUT the image's bytes to, the image's URN) for an image of `owner`."""
+        response = self._request(
+            "POST",
+            "/rest/images?action=initializeUpload",
+            "the image's upload",
+            json={"initializeUploadRequest": {"owner": owner}},
+        )
+        value = self._json(response, "the image's upload").get("value")
+        upload_url = value.get("uploadUrl") if isinstance(value, dict) else None
+        urn = value.get("image") if isinstance(value, dict) else None
+        if not isinstance(upload_url, str) or not isinstance(urn, str) or not urn.startswith("urn:li:image:"):
+            raise ApiError(502, "LinkedIn's answer to the image's upload held no upload address and image URN.")
+        api = urlsplit(settings.LINKEDIN_API_URL)
+        target = urlsplit(upload_url)
+        # The access token goes with the bytes: only to LinkedIn over TLS (or to the API's own origin).
+        if target.scheme != "https" and (target.scheme, target.netloc) != (api.scheme, api.netloc):
+            raise ApiError(502, f"LinkedIn gave an upload address that is not https: {upload_url[:200]}")
+        return upload_url, urn
+
+    def upload_image(self, *, upload_url: str, data: bytes, mime_type: str) -> None:
+        self._request(
+            "PUT", upload_url, "the image's upload", rest=False, headers={"Content-Type": mime_type}, data=data
+        )
+
+    def create_post(self, *, author: str, commentary: str, content: dict | None = None) -> str:
+        """Publish; the new post's URN (LinkedIn's `x-restli-id` header). `content`: the Posts API's
+        `content` (the post's images), none for a text post."""
         body = {
             "author": author,
             "commentary": commentary,
@@ -233,6 +262,7 @@ class Client:
             "distribution": MAIN_FEED,
             "lifecycleState": "PUBLISHED",
             "isReshareDisabledByAuthor": False,
+            **({"content": content} if content else {}),
         }
         response = self._request("POST", "/rest/posts", "the new post", json=body)
         urn = response.headers.get("x-restli-id", "").strip()

@@ -1,5 +1,6 @@
 """The LinkedIn destination: a post is one LinkedIn post (Posts API), its text built from the post
-(commentary.py); an update changes that text, an unpublish deletes it.
+(commentary.py) and its uploaded images carried as the post's media (images.py); an update changes
+that text, an unpublish deletes it.
 
 Never posted twice: before a create request is sent, a SentPost row says so (committed). A later
 attempt of the job that finds it without a URN (the answer was lost: a timeout, a reset after
@@ -16,7 +17,7 @@ from django.utils import timezone
 from apps.core import crypto
 from apps.core.destinations import EVERY_ACTION, DestinationKind, Document, JobContext, Outcome, PublishError
 from apps.core.errors import DomainError
-from apps.publishing.linkedin import client, services
+from apps.publishing.linkedin import client, images, services
 from apps.publishing.linkedin.commentary import commentary
 from apps.publishing.linkedin.models import PLATFORM, LinkedInConnection, SentPost
 from apps.publishing.models import PublicationJob
@@ -107,9 +108,9 @@ class LinkedInPublisher:
         if job.previous_path:
             # On LinkedIn already (its last job succeeded): bring the text up to date.
             return self._update(linkedin, job.previous_path, text)
-        return self._create(linkedin, job, text)
+        return self._create(linkedin, job, text, document)
 
-    def _create(self, linkedin: client.Client, job: JobContext, text: str) -> Outcome:
+    def _create(self, linkedin: client.Client, job: JobContext, text: str, document: Document) -> Outcome:
         sent = SentPost.objects.filter(job_id=job.job_id).first()
         if sent is not None:
             urn = sent.urn or self._made_before(
@@ -122,6 +123,15 @@ class LinkedInPublisher:
                 SentPost.objects.filter(pk=sent.pk).update(urn=urn, commentary_sha256=_digest(text))
                 logger.info("linkedin job=%s adopted %s made by an earlier attempt", job.job_id, urn)
                 return _outcome(urn)
+        # Before the post is recorded as sent: an image LinkedIn refuses leaves no post to look for.
+        content = images.content(
+            linkedin=linkedin,
+            channel_id=self.connection.channel_id,
+            owner=self.connection.author,
+            document=document,
+            failure=self._failure,
+        )
+        if sent is not None:
             SentPost.objects.filter(pk=sent.pk).update(
                 author=self.connection.author, commentary_sha256=_digest(text), sent_at=timezone.now()
             )
@@ -133,11 +143,14 @@ class LinkedInPublisher:
                 commentary_sha256=_digest(text),
             )
         try:
-            urn = linkedin.create_post(author=self.connection.author, commentary=text)
+            urn = linkedin.create_post(author=self.connection.author, commentary=text, content=content)
         except client.ApiError as exc:
             if exc.status is not None and exc.status < 500:
                 # A refusal: LinkedIn made no post, so the next attempt need not look for one.
                 SentPost.objects.filter(pk=sent.pk).delete()
+                if exc.status in images.IMAGE_REFUSALS:
+                    # Perhaps an image LinkedIn no longer has: the next attempt uploads it anew.
+                    images.forget(channel_id=self.connection.channel_id, content=content)
             raise self._failure(exc, "the new post") from None
         SentPost.objects.filter(pk=sent.pk).update(urn=urn)
         return _outcome(urn)

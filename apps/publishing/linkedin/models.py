@@ -101,3 +101,27 @@ class SentPost(models.Model):
 
     def __str__(self) -> str:
         return self.urn or f"job {self.job_id} (answer not known)"
+
+
+class SentImage(models.Model):
+    """An uploaded image whose bytes LinkedIn has (Images API), for one channel and owner: written as
+    soon as the upload succeeded, so a later attempt of the job, a new post of the same image or a
+    post published again names it by its URN instead of uploading it again."""
+
+    channel = models.ForeignKey("channels.Channel", on_delete=models.CASCADE, related_name="+")
+    # Whom the image belongs to on LinkedIn: a post may show only its own author's images.
+    owner = models.CharField(max_length=200)
+    # The uploaded medium (apps/media), and its content-addressed name: other bytes, another name.
+    medium_id = models.BigIntegerField()
+    name = models.CharField(max_length=200)
+    urn = models.CharField(max_length=200)
+    uploaded_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "image sent to LinkedIn"
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "owner", "medium_id"], name="linkedin_one_image_per_medium")
+        ]
+
+    def __str__(self) -> str:
+        return self.urn
