@@ -6,25 +6,36 @@ raw HTML passed through; nh3 then keeps only an allow-list of tags, attributes a
 body may hold `<details>` or `<sub>`, but nothing that runs: no script, no event handler, no
 `javascript:` or `data:` address, no SVG, no form, no style (the pages' Content-Security-Policy
 forbids inline styles too, which is why table alignment becomes a class here).
+
+An uploaded image the body shows (`images`, by address) renders as apps/core/images.py writes it:
+responsive on a page, sized to fit in an e-mail; the allow-list keeps what that writes (srcset and
+sizes whose every address passes the scheme check, a <picture> of WebP <source>s) and nothing more.
 """
 
 import html
 import re
+from collections.abc import Mapping
 from functools import cache
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import nh3
 from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 
+from apps.core.destinations import Image
+from apps.core.images import CONTENT_SIZES, mail_image, page_image
+
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
 HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-TAGS = frozenset(nh3.ALLOWED_TAGS | {"section"}) - {"map", "area"}
+TAGS = frozenset(nh3.ALLOWED_TAGS | {"section", "picture", "source"}) - {"map", "area"}
 ATTRIBUTES = {
     **{tag: set(values) for tag, values in nh3.ALLOWED_ATTRIBUTES.items()},
     "a": {"href", "hreflang", "title", "class", "id"},
-    "img": {"src", "alt", "title", "width", "height"},
+    "img": {"src", "alt", "title", "width", "height", "srcset", "sizes", "fetchpriority"},
+    "source": {"srcset", "sizes", "type"},
     "code": {"class"},
     "th": {"class", "colspan", "rowspan", "scope"},
     "td": {"class", "colspan", "rowspan"},
@@ -39,18 +50,41 @@ ATTRIBUTES = {
 CLASSES = re.compile(r"(language-[\w+#.-]{1,40}|header-anchor|ta-(left|center|right)|footnote[\w-]*)")
 IDS = re.compile(r"[\w.:-]{1,200}")
 ALIGN = re.compile(r"text-align:(left|center|right)")
+# A srcset's candidate: an address, then a width or density descriptor.
+CANDIDATE = re.compile(r"(\S+)(?:\s+(?:\d{1,5}w|\d{1,2}(?:\.\d{1,3})?x))?")
+# A sizes list: media conditions and lengths, no quotes, no url().
+SIZES = re.compile(r"[\w\s().,:%+*/-]{1,300}")
+SOURCE_TYPES = re.compile(r"image/[\w.+-]{1,40}")
+PRIORITIES = frozenset({"high", "low", "auto"})
+
+
+def _srcset(value: str) -> bool:
+    """Whether each of a srcset's candidates is an address of an allowed scheme (nh3 checks src's only)."""
+    candidates = [candidate.strip() for candidate in value.split(",")]
+    return all(
+        (match := CANDIDATE.fullmatch(candidate)) and _scheme(match.group(1)) in URL_SCHEMES | {""}
+        for candidate in candidates
+    )
+
+
+# Whether an attribute's value is kept (the others are kept as nh3 leaves them).
+_KEEPS = {
+    "id": lambda value: bool(IDS.fullmatch(value)),
+    # nh3 checks the schemes of href and src only; a quotation's source is an address too.
+    "cite": lambda value: _scheme(value) in URL_SCHEMES | {""},
+    "srcset": _srcset,
+    "sizes": lambda value: bool(SIZES.fullmatch(value)) and "url" not in value.lower(),
+    "type": lambda value: bool(SOURCE_TYPES.fullmatch(value)),
+    "fetchpriority": lambda value: value in PRIORITIES,
+}
 
 
 def _attribute(tag: str, name: str, value: str) -> str | None:
     if name == "class":
         kept = [part for part in value.split() if CLASSES.fullmatch(part)]
         return " ".join(kept) or None
-    if name == "id":
-        return value if IDS.fullmatch(value) else None
-    if name == "cite":
-        # nh3 checks the schemes of href and src only; a quotation's source is an address too.
-        return value if _scheme(value) in URL_SCHEMES | {""} else None
-    return value
+    keeps = _KEEPS.get(name)
+    return value if keeps is None or keeps(value) else None
 
 
 def _scheme(address: str) -> str | None:
@@ -63,7 +97,8 @@ def _scheme(address: str) -> str | None:
 
 
 @cache
-def _cleaner() -> nh3.Cleaner:
+def _cleaner(*, lazy: bool = True) -> nh3.Cleaner:
+    # `lazy`: on a page, images load as they are scrolled to; a mail client fetches them all anyway.
     return nh3.Cleaner(
         tags=set(TAGS),
         clean_content_tags={"script", "style"},
@@ -71,7 +106,7 @@ def _cleaner() -> nh3.Cleaner:
         attribute_filter=_attribute,
         url_schemes=set(URL_SCHEMES),
         link_rel="noopener",
-        set_tag_attribute_values={"img": {"loading": "lazy", "decoding": "async"}},
+        set_tag_attribute_values={"img": {"loading": "lazy", "decoding": "async"}} if lazy else None,
     )
 
 
@@ -87,6 +122,21 @@ def _cell_alignment(self, tokens, idx, options, env):
     return self.renderToken(tokens, idx, options, env)
 
 
+def _image(self, tokens, idx, options, env):
+    # An uploaded image shows as apps/core/images.py writes it; any other as markdown-it writes it.
+    token = tokens[idx]
+    image = env.get("images", {}).get(str(token.attrGet("src") or ""))
+    if image is None:
+        return RendererHTML.image(self, tokens, idx, options, env)
+    alt = self.renderInlineAsText(token.children or [], options, env)
+    title = str(token.attrGet("title") or "")
+    if env.get("mail_width"):
+        return mail_image(image, alt=alt, title=title, max_width=env["mail_width"])
+    env.setdefault("shown", []).append(image)
+    priority = env.pop("priority", False)
+    return page_image(image, alt=alt, title=title, sizes=env.get("sizes", CONTENT_SIZES), priority=priority)
+
+
 @cache
 def _parser(*, anchors: bool = True) -> MarkdownIt:
     parser = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).use(footnote_plugin)
@@ -94,6 +144,7 @@ def _parser(*, anchors: bool = True) -> MarkdownIt:
         parser.use(anchors_plugin, min_level=1, max_level=4, permalink=True, permalinkSymbol="#")
     parser.add_render_rule("th_open", _cell_alignment)
     parser.add_render_rule("td_open", _cell_alignment)
+    parser.add_render_rule("image", _image)
     return parser
 
 
@@ -102,12 +153,56 @@ def sanitize(fragment: str) -> str:
     return _cleaner().clean(fragment)
 
 
-def render_markdown(body: str, *, anchors: bool = True) -> str:
-    """The body as safe HTML (an empty body is an empty string). `anchors=False`: no permalink after
-    each heading, for a copy read away from the post's page (an e-mail)."""
+# An image the page fetches first is not lazy (nh3 sets loading="lazy" on every image). The sanitized
+# HTML quotes every attribute value and escapes the quotes in it, so an attribute is found as written.
+_PRIORITY_IMAGE = re.compile(r'<img(?:\s[\w-]+="[^"]*")*\sfetchpriority="high"(?:\s[\w-]+="[^"]*")*\s*/?>')
+
+
+def _eager(match: re.Match) -> str:
+    return match.group(0).replace(' loading="lazy"', "")
+
+
+class Body(NamedTuple):
+    html: str
+    # The uploaded images the HTML shows as a page does, in order (each as often as shown).
+    images: tuple[Image, ...]
+
+
+def render_body(
+    body: str,
+    *,
+    anchors: bool = True,
+    images: Mapping[str, Image] | None = None,
+    sizes: str = CONTENT_SIZES,
+    priority: bool = False,
+    mail_width: int | None = None,
+) -> Body:
+    """The body as safe HTML, as render_markdown() describes, with the uploaded images it shows."""
     if not body:
-        return ""
-    return sanitize(_parser(anchors=anchors).render(body))
+        return Body("", ())
+    env = {"images": images or {}, "sizes": sizes, "priority": priority, "mail_width": mail_width}
+    rendered = _cleaner(lazy=mail_width is None).clean(_parser(anchors=anchors).render(body, env))
+    if 'fetchpriority="high"' in rendered:
+        rendered = _PRIORITY_IMAGE.sub(_eager, rendered)
+    return Body(rendered, tuple(env.get("shown", ())))
+
+
+def render_markdown(
+    body: str,
+    *,
+    anchors: bool = True,
+    images: Mapping[str, Image] | None = None,
+    sizes: str = CONTENT_SIZES,
+    priority: bool = False,
+    mail_width: int | None = None,
+) -> str:
+    """The body as safe HTML (an empty body is an empty string). `anchors=False`: no permalink after
+    each heading, for a copy read away from the post's page (an e-mail). `images`: the uploaded images
+    it may show, by address (apps.core.images.by_address): each with its size and responsive copies,
+    for a column of `sizes`; `priority`: the first of them is the page's first image, fetched at once.
+    `mail_width`: for an e-mail whose column is that many pixels wide: each uploaded image from its
+    absolute address, sized to fit, and no image lazy."""
+    return render_body(body, anchors=anchors, images=images, sizes=sizes, priority=priority, mail_width=mail_width).html
 
 
 # Where a line or block starts or ends in the rendered HTML (markdown_text(paragraphs=True)): a line
