@@ -40,7 +40,8 @@ from apps.blog.site import (
 )
 from apps.channels.models import Channel, Platform, normalize_domain, site_platforms
 from apps.core.destinations import kinds
-from apps.core.markdown import render_markdown
+from apps.core.images import by_address
+from apps.core.markdown import render_body
 from apps.posts import selectors
 from apps.posts.models import Post, shown_at
 from apps.posts.serializers import description as post_description
@@ -97,11 +98,28 @@ def json_ld(data: dict) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _media_entries(post, uploaded, *, first: bool) -> list[tuple]:
+    """Each of the post's media entries with the uploaded image it names (None: an external address)
+    and whether it is the page's first image (`first`: the body showed none of them before it)."""
+    by_medium = {image.medium_id: image for image in uploaded if image.attached}
+    entries = []
+    for item in post.media_items:
+        image = by_medium.get(getattr(item, "medium_id", None))
+        entries.append((item, image, first and image is not None))
+        first = first and image is None
+    return entries
+
+
 def _post_page(request, channel: Channel, post, *, preview: bool = False) -> HttpResponse:
     url = channel.post_url(post.slug)
     title = post.meta_title or post.title
     description = post_description(post, limit=DESCRIPTION_LENGTH)
-    images = [item for item in post.media_items if item.kind == "image"]
+    # The uploaded images it shows (apps.core.destinations.Image), which the selector that loads it
+    # for its page sets; none for a post read without them.
+    uploaded = tuple(getattr(post, "images", ()))
+    body = render_body(post.body, images=by_address(uploaded), priority=True)
+    external = [item for item in post.media_items if item.kind == "image" and getattr(item, "medium_id", None) is None]
+    images = [*uploaded, *external]
     tag_links = [(name, channel.public_url("blog:tag", tag=name)) for name in post.tag_names]
     structured = {
         "@context": "https://schema.org",
@@ -118,14 +136,15 @@ def _post_page(request, channel: Channel, post, *, preview: bool = False) -> Htt
         "publisher": {"@type": "Organization", "name": channel.title},
     }
     if images:
-        structured["image"] = [item.url for item in images]
+        structured["image"] = list(dict.fromkeys(item.url for item in images))
     context = {
         "post": post,
         "title": title,
         "description": description,
         "canonical": url,
-        "body_html": render_markdown(post.body),
+        "body_html": body.html,
         "images": images,
+        "media_entries": _media_entries(post, uploaded, first=not body.images),
         "og_image": images[0] if images else None,
         "tag_links": tag_links,
         "json_ld": json_ld(structured),
