@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from apps.channels.models import DEFAULT_ACCENT_COLOR
+from apps.core.images import by_address
 from apps.core.markdown import markdown_text, render_markdown, summary
 from apps.publishing.newsletter.services import sender_address
 
@@ -34,6 +35,9 @@ COLOR = re.compile(r"#[0-9a-fA-F]{6}")
 # mail API, once per message, which costs more than all the rest of composing one.
 LINE_LIMIT = 990
 _TAG_START = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*) ")
+# The widest an uploaded image shows, in pixels: newsletter/email.html's column (600) less the
+# content's padding (32 each side). Outlook sizes an image by its width attribute alone.
+IMAGE_WIDTH = 600 - 2 * 32
 
 # @media rules stay in a <style> block (the clients that read one apply them); the rest is inlined.
 # The body's HTML went through the blog's allow-list, so it names no stylesheet to fetch.
@@ -73,7 +77,9 @@ def render(*, channel, document) -> Rendered:
         "title": title,
         "accent": accent,
         # The permalinks after headings lead within the post's page; an e-mail is not that page.
-        "body_html": render_markdown(document.body, anchors=False),
+        "body_html": render_markdown(
+            document.body, anchors=False, images=by_address(document.images), mail_width=IMAGE_WIDTH
+        ),
         "text": markdown_text(document.body, paragraphs=True, links=True),
         "preheader": one_line(summary(document.teaser, document.body, limit=PREHEADER_LENGTH)),
         "channel_url": channel.url,
