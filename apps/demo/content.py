@@ -14,6 +14,7 @@ from dulwich.repo import Repo
 
 from apps.accounts.models import Account
 from apps.channels.models import Channel, Platform, Team
+from apps.demo.pictures import demo_cover
 from apps.posts.api_workflow import post_mark_publishing_pending, post_publish
 from apps.posts.editor_status import post_set_status
 from apps.posts.lifecycle import posts_put
@@ -103,7 +104,7 @@ def _seed_direct_channel(channel: Channel, tags: dict[str, Tag]) -> None:
             f"{channel.title}: a {status} post",
             teaser=f"A {status} post on {channel.title}.",
             tags=[tags["news"], tags["howto"]] if status == PublicationStatus.PUBLISHED else [],
-            media=[MediaInput(url=IMAGE.format(f"{channel.pk}-{status}"), alt_text="Cover", width=1200, height=630)],
+            media=[MediaInput(medium=demo_cover(channel.account).pk)],
         )
         scheduled_at = now + timedelta(days=3) if status == PublicationStatus.SCHEDULED else None
         published_without_destination = status == PublicationStatus.PUBLISHED and not hasattr(
