@@ -8,7 +8,8 @@ filesystem broker) while editors save in the admin (bench/embedded.py), a newsle
 100,000 subscribers into a local SMTP sink against a plain smtplib loop (bench/newsletter.py), and
 the API's creates and edits against plain-Django inserts and updates, with what If-Match and
 Idempotency-Key cost (bench/writes.py), and the change feed's pages in a channel of 1,000,000 posts
-against one of 1,000 (bench/feed.py).
+against one of 1,000 (bench/feed.py), and a 5 MB photograph uploaded through the web process against
+a plain Pillow open -> strip -> save, its copies made, and a stored image served (bench/media.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
@@ -17,8 +18,8 @@ process groups) whatever happens. Prints the results table and writes it to benc
 (a run of the publishing or the blog part alone replaces only its section there). Logs of the started
 processes are in bench/.work/.
 
-    python -m bench [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded,newsletter,writes,feed]
-                    [--duration 20] [--newsletter-subscribers 100000]
+    python -m bench [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded,newsletter,writes,feed,media]
+                    [--duration 20] [--media-uploads 20] [--newsletter-subscribers 100000]
                     [--scale-sizes 1000,20000] [--publishing-posts 1000] [--blog-sizes 100,2000]
                     [--feed-sizes 1000,20000]
                     [--sweep granian:2x4,gunicorn-sync:4x1] [--sweep-rounds 2] [--sweep-seconds 2]
@@ -39,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench import api, blog, embedded, feed, isolation, newsletter, plan, publishing, scale, webhooks, writes
+from bench import api, blog, embedded, feed, isolation, media, newsletter, plan, publishing, scale, webhooks, writes
 from bench.api_report import api_section
 from bench.blog_report import blog_section
 from bench.common import (
@@ -117,6 +118,11 @@ PARTS = {
     ),
     "writes": Part("writes over the API", _writes, writes.writes_section),
     "feed": Part("change feed", _feed, feed.feed_section),
+    "media": Part(
+        "media uploads",
+        lambda args, wrk_bin: media.bench_media(wrk_bin, args.duration, args.media_uploads),
+        media.media_section,
+    ),
 }
 
 
@@ -133,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--duration",
         type=int,
         default=20,
-        help="seconds of load per API endpoint (and floor), write variant and blog page",
+        help="seconds of load per API endpoint (and floor), write variant, blog page and served image",
     )
     parser.add_argument("--webhook-events", type=int, default=webhooks.WEBHOOK_EVENTS)
     parser.add_argument(
@@ -151,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--feed-sizes",
         type=_sizes,
         help="posts in the change feed part's channel at each step, e.g. 1000,20000 (default 1000,1000000)",
+    )
+    parser.add_argument(
+        "--media-uploads", type=int, default=media.UPLOADS, help="timed uploads of the media part's photograph"
     )
     parser.add_argument("--newsletter-subscribers", type=int, default=100_000, help="the newsletter part's audience")
     parser.add_argument(
@@ -229,6 +238,8 @@ def write_results(text: str, args: argparse.Namespace, parser: argparse.Argument
         write_section(_alone(writes.writes_section(results["writes"]), "writes", info), "writes")
     elif parts == {"feed"} and args.feed_sizes is None:
         write_section(_alone(feed.feed_section(results["feed"]), "feed", info), "change feed")
+    elif parts == {"media"} and _at_defaults(args, parser, "duration", "media_uploads"):
+        write_section(_alone(media.media_section(results["media"]), "media", info), "media")
 
 
 def main() -> int:
@@ -240,7 +251,7 @@ def main() -> int:
     (WORK / "wrk.log").write_text("")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
-    wrk_bin = ensure_wrk() if chosen & {"api", "blog", "writes"} else ""
+    wrk_bin = ensure_wrk() if chosen & {"api", "blog", "writes", "media"} else ""
     ensure_database()
     flush_redis()
     setup_django()

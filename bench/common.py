@@ -69,6 +69,8 @@ def bench_env() -> dict[str, str]:
         "FERNET_KEYS": Fernet.generate_key().decode(),
         # The publishing part's git channels commit to repositories on this machine.
         "GIT_ALLOW_LOCAL_REPOSITORIES": "true",
+        # Uploads in a folder of the benchmark's own (the media part empties it), served by the web process.
+        "MEDIA_STORAGE_URL": f"file://{WORK / 'media'}",
     }
 
 

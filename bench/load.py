@@ -111,13 +111,21 @@ def cpu_snapshot(web_group: int) -> dict[str, float]:
 
 
 def wrk(
-    wrk_bin: str, key: str | None, path: str, seconds: int, env: dict | None = None, script: str | None = None
+    wrk_bin: str,
+    key: str | None,
+    path: str,
+    seconds: int,
+    env: dict | None = None,
+    script: str | None = None,
+    headers: tuple[str, ...] = (),
 ) -> str:
     """wrk's summary of `seconds` of load on `path` (with the API key `key`, or as an anonymous
-    reader with None); with `env` holding WRK_WRITE_PATH, the mixed load of bench/wrk_mixed.lua (one
-    write in WRK_WRITE_EVERY requests); with `script`, that script's requests (reading `env`)."""
+    reader with None, and `headers` besides); with `env` holding WRK_WRITE_PATH, the mixed load of
+    bench/wrk_mixed.lua (one write in WRK_WRITE_EVERY requests); with `script`, that script's
+    requests (reading `env`)."""
     script = script or ("bench/wrk_mixed.lua" if env else "bench/wrk_report.lua")
     auth = ["-H", f"Authorization: Bearer {key}"] if key else []
+    auth += [option for header in headers for option in ("-H", header)]
     result = subprocess.run(
         [
             wrk_bin,
