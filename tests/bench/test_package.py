@@ -68,5 +68,6 @@ def test_python_m_bench_help_exits_zero_and_names_every_flag():
         "--blog-sizes",
         "--newsletter-subscribers",
         "--feed-sizes",
+        "--media-uploads",
     ):
         assert flag in result.stdout
