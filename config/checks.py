@@ -15,7 +15,10 @@ import subprocess
 import sys
 
 from django.conf import settings
-from django.core.checks import Error, Tags, register
+from django.core.checks import Error, Tags, Warning, register
+
+from apps.core import env
+from apps.media.storage import LOCAL_BACKEND
 
 
 # Production refuses what would expose it: debug pages (settings, code, SQL), a secret short enough
@@ -88,6 +91,26 @@ def production_has_its_keys(app_configs=None, **kwargs) -> list[Error]:
             )
         ]
     return []
+
+
+# Uploads in the checkout's var/media are on one machine's disk: a worker elsewhere could not read
+# them to make their copies, nor another machine's web process serve them. A broker other than the
+# embedded one (which is one machine's folder) is what lets processes run on several machines; a
+# folder named on purpose (MEDIA_ROOT, file://) may be a shared mount, so only the default warns.
+@register()
+def production_shares_its_media(app_configs=None, **kwargs) -> list[Warning]:
+    on_one_disk = settings.MEDIA_STORAGE["BACKEND"] == LOCAL_BACKEND and settings.MEDIA_ROOT == env.VAR_DIR / "media"
+    if not settings.IS_PRODUCTION or not on_one_disk or settings.CELERY_BROKER_URL == "filesystem://":
+        return []
+    return [
+        Warning(
+            "Uploads are stored on this machine's disk (var/media) while the broker lets workers and web processes "
+            "run on other machines, which would not see them",
+            hint="Set MEDIA_STORAGE_URL to a shared store (s3://<bucket>/<prefix>?endpoint_url=..., docs/media.md), "
+            "or MEDIA_ROOT to a folder every machine mounts",
+            id="cps.W001",
+        )
+    ]
 
 
 def refuse_to_start_on_errors() -> None:

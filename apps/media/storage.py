@@ -8,6 +8,7 @@ bytes, so a file is never overwritten with other content and a write may safely 
 
 import json
 import os
+import re
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -20,10 +21,36 @@ from django.utils.module_loading import import_string
 
 from apps.core import env
 
-S3_BACKEND = "storages.backends.s3.S3Storage"
+S3_BACKEND = "apps.media.s3.MediaS3Storage"
 LOCAL_BACKEND = "apps.media.storage.AtomicFileSystemStorage"
-# What MEDIA_STORAGE_URL's query may set on the S3 store (django-storages' option names).
-S3_OPTIONS = frozenset({"endpoint_url", "region_name", "custom_domain", "addressing_style", "signature_version"})
+# Where the web process serves the local store's files (apps/media/web_urls.py).
+SERVED_AT = "/media/"
+# A name never changes content, so readers and CDNs may keep a file for a year without asking again:
+# the web process's answers (apps/media/views.py) and the objects written to an S3 store say so.
+IMMUTABLE = "public, max-age=31536000, immutable"
+# What an S3 store takes (django-storages' option names, read from MEDIA_STORAGE_URL's query or
+# AWS_S3_<NAME>), each with the form a usable value has: a wrong one fails here, at start-up, not at
+# the first upload.
+S3_OPTIONS = {
+    "endpoint_url": (
+        re.compile(r"https?://[^/?#@\s]+(/[^?#\s]*)?"),
+        "the store's http(s) address (https://<account>.r2.cloudflarestorage.com, http://minio:9000)",
+    ),
+    "region_name": (re.compile(r"[a-z0-9][a-z0-9-]{0,62}"), "a region's name (eu-west-3, auto)"),
+    # django-storages puts https:// in front of it.
+    "custom_domain": (
+        re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[^?#\s]*[^/?#\s])?"),
+        "a host name without scheme, optionally with a path (media.example.com)",
+    ),
+    "addressing_style": (re.compile(r"auto|virtual|path"), "auto, virtual or path"),
+    "signature_version": (re.compile(r"s3v4|s3"), "s3v4 or s3"),
+}
+AWS_NAMES = {option: f"AWS_S3_{option.upper()}" for option in S3_OPTIONS}
+# S3's rules for a bucket's name (R2's and MinIO's are the same or looser).
+BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+# What MEDIA_URL may be: the path the web process serves, or an absolute folder (a CDN's).
+MEDIA_URL_FORMS = re.compile(rf"{re.escape(SERVED_AT)}|https?://[^/?#@\s]+/([^?#\s]*/)?")
+STORE_URL_FORMS = "MEDIA_STORAGE_URL must be file:///<absolute folder> or s3://<bucket>[/<prefix>][?endpoint_url=...]"
 
 
 class AtomicFileSystemStorage(FileSystemStorage):
@@ -54,9 +81,22 @@ class AtomicFileSystemStorage(FileSystemStorage):
         return name
 
 
-def _local(root: str) -> tuple[Path, str, dict]:
-    media_root = Path(root)
-    media_url = env.text("MEDIA_URL", "/media/")
+def _media_url(default: str | None) -> str | None:
+    """MEDIA_URL: how pages address the files (set but empty: the default). None stands for the
+    store's own addresses: Django would read an empty MEDIA_URL as "/" (its script prefix)."""
+    media_url = env.text("MEDIA_URL", "").strip() or default
+    if media_url and not MEDIA_URL_FORMS.fullmatch(media_url):
+        raise ImproperlyConfigured(
+            f"MEDIA_URL must be {SERVED_AT} (the web process serves the files) or the absolute address of the "
+            f"folder that holds them, ending with a slash (https://cdn.example.com/media/), got {media_url!r}"
+        )
+    return media_url
+
+
+def _local(root: str) -> tuple[Path, str | None, dict]:
+    # A relative folder is the checkout's, like the other var/ paths.
+    media_root = env.BASE_DIR / root
+    media_url = _media_url(SERVED_AT)
     return (
         media_root,
         media_url,
@@ -64,45 +104,114 @@ def _local(root: str) -> tuple[Path, str, dict]:
     )
 
 
-def _s3(bucket: str, location: str, options: dict) -> tuple[Path, str, dict]:
-    unknown = sorted(set(options) - S3_OPTIONS)
-    if unknown:
-        raise ImproperlyConfigured(f"MEDIA_STORAGE_URL names unknown options {unknown}; it takes {sorted(S3_OPTIONS)}")
+def _credentials_paired() -> None:
+    # Read by boto3 from the environment, never from a URL that might be logged; one without the
+    # other would fail only at the first upload, as a signature error.
+    pair = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    given = [name for name in pair if env.text(name, "").strip()]
+    if len(given) == 1:
+        missing = next(name for name in pair if name not in given)
+        raise ImproperlyConfigured(
+            f"{given[0]} is set without {missing}: set both (the store's access key and its secret), or "
+            "neither to use the machine's own credentials (an instance role)"
+        )
+
+
+def _s3(bucket: str, location: str, options: dict[str, tuple[str, str]]) -> tuple[Path, str | None, dict]:
+    """The S3 store of `bucket`, its files under `location`; `options` maps an option to its value
+    and where it was read."""
+    if not BUCKET.fullmatch(bucket):
+        raise ImproperlyConfigured(
+            f"The bucket's name must be 3 to 63 lowercase letters, digits, dots and hyphens, got {bucket!r} "
+            "(an endpoint's host and port go in endpoint_url)"
+        )
+    location = location.strip("/")
+    if any(part in ("", ".", "..") for part in location.split("/")) and location:
+        raise ImproperlyConfigured(f"The store's prefix must be a plain folder path, got {location!r}")
+    _credentials_paired()
     # Public addresses without signatures (querystring_auth off): a published image is public, its
-    # content-addressed name unguessable. Credentials come from the environment's AWS_ACCESS_KEY_ID
-    # and AWS_SECRET_ACCESS_KEY (boto3 reads them), never from a URL that might be logged.
-    s3 = {"bucket_name": bucket, "location": location.strip("/"), "querystring_auth": False, "file_overwrite": True}
-    s3 |= {name: value for name, value in options.items() if value}
+    # content-addressed name unguessable, and a signed address would expire in pages and e-mails.
+    s3 = {
+        "bucket_name": bucket,
+        "location": location,
+        "querystring_auth": False,
+        "file_overwrite": True,
+        "object_parameters": {"CacheControl": IMMUTABLE},
+    }
+    for option, (value, source) in options.items():
+        pattern, described = S3_OPTIONS[option]
+        if not pattern.fullmatch(value):
+            raise ImproperlyConfigured(f"{source} must be {described}, got {value!r}")
+        s3[option] = value
     # Read by the pages: MEDIA_URL (a CDN in front of the store) or, when empty, the store's own addresses.
-    return Path(env.VAR_DIR) / "media", env.text("MEDIA_URL", ""), {"BACKEND": S3_BACKEND, "OPTIONS": s3}
+    return env.VAR_DIR / "media", _media_url(None), {"BACKEND": S3_BACKEND, "OPTIONS": s3}
 
 
-def storage_from_environment() -> tuple[Path, str, dict]:
-    """(MEDIA_ROOT, MEDIA_URL, MEDIA_STORAGE) from the environment; a value that cannot be used
-    stops the start-up."""
-    raw = env.text("MEDIA_STORAGE_URL", "").strip()
-    media_url = env.text("MEDIA_URL", "")
-    if media_url and not media_url.endswith("/"):
-        raise ImproperlyConfigured(f"MEDIA_URL must end with a slash, got {media_url!r}")
-    if not raw:
-        bucket = env.text("AWS_STORAGE_BUCKET_NAME", "").strip()
-        if bucket:
-            aws = {
-                "endpoint_url": env.text("AWS_S3_ENDPOINT_URL", ""),
-                "region_name": env.text("AWS_S3_REGION_NAME", ""),
-                "custom_domain": env.text("AWS_S3_CUSTOM_DOMAIN", ""),
-            }
-            return _s3(bucket, env.text("AWS_LOCATION", ""), aws)
-        return _local(env.text("MEDIA_ROOT", str(Path(env.VAR_DIR) / "media")))
+def _url_options(query: str) -> dict[str, tuple[str, str]]:
+    """The S3 options MEDIA_STORAGE_URL's query sets: option -> (value, where it was read)."""
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError as exc:
+        raise ImproperlyConfigured(
+            f"MEDIA_STORAGE_URL's query must be name=value pairs joined by &, got {query!r}"
+        ) from exc
+    options: dict[str, tuple[str, str]] = {}
+    for option, value in pairs:
+        if option not in S3_OPTIONS or option in options:
+            raise ImproperlyConfigured(
+                f"MEDIA_STORAGE_URL names {option!r} {'twice' if option in options else 'which it does not take'}; "
+                f"it takes {', '.join(S3_OPTIONS)}, each once"
+            )
+        options[option] = (value, f"MEDIA_STORAGE_URL's {option}")
+    return options
+
+
+def _from_url(raw: str) -> tuple[Path, str | None, dict]:
     address = urlsplit(raw)
-    if address.scheme == "file" and address.path.startswith("/"):
+    if address.scheme == "file" and not address.netloc and address.path.startswith("/") and not address.query:
         return _local(address.path)
-    if address.scheme == "s3" and address.hostname and not address.username:
-        return _s3(address.hostname, address.path, dict(parse_qsl(address.query)))
-    raise ImproperlyConfigured(
-        "MEDIA_STORAGE_URL must be file:///<absolute folder> or s3://<bucket>[/<prefix>][?endpoint_url=...] "
-        f"(credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), got {address.scheme}://..."
-    )
+    if address.scheme != "s3" or not address.netloc or address.fragment:
+        raise ImproperlyConfigured(f"{STORE_URL_FORMS}, got {address.scheme or '(no scheme)'}://...")
+    if "@" in address.netloc:
+        # Not echoed: it holds a secret.
+        raise ImproperlyConfigured(
+            "MEDIA_STORAGE_URL must not hold credentials: they are read from AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY"
+        )
+    return _s3(address.netloc, address.path, _url_options(address.query))
+
+
+def _aws_options() -> dict[str, tuple[str, str]]:
+    """The S3 options set by AWS_S3_<NAME> variables: option -> (value, variable)."""
+    read = {option: (env.text(name, "").strip(), name) for option, name in AWS_NAMES.items()}
+    return {option: (value, name) for option, (value, name) in read.items() if value}
+
+
+def storage_from_environment() -> tuple[Path, str | None, dict]:
+    """(MEDIA_ROOT, MEDIA_URL, MEDIA_STORAGE) from the environment: MEDIA_STORAGE_URL, or the AWS_*
+    variables django-storages documents, or the local folder MEDIA_ROOT. A value that cannot be
+    used, or two ways of naming the store at once, stops the start-up."""
+    raw = env.text("MEDIA_STORAGE_URL", "").strip()
+    root = env.text("MEDIA_ROOT", "").strip()
+    bucket = env.text("AWS_STORAGE_BUCKET_NAME", "").strip()
+    location = env.text("AWS_LOCATION", "").strip()
+    aws = _aws_options()
+    named = {"MEDIA_ROOT": root, "AWS_STORAGE_BUCKET_NAME": bucket, "AWS_LOCATION": location}
+    given = [name for name, value in named.items() if value] + [name for _, name in aws.values()]
+    if raw and given:
+        raise ImproperlyConfigured(f"MEDIA_STORAGE_URL names the store: unset {', '.join(given)}")
+    if raw:
+        return _from_url(raw)
+    if bucket and root:
+        raise ImproperlyConfigured("AWS_STORAGE_BUCKET_NAME names an S3 store: unset MEDIA_ROOT (the local folder's)")
+    if bucket:
+        return _s3(bucket, location, aws)
+    if len(given) > bool(root):
+        names = ", ".join(name for name in given if name != "MEDIA_ROOT")
+        raise ImproperlyConfigured(
+            f"{names} set without AWS_STORAGE_BUCKET_NAME: set the bucket, or unset them to keep uploads in MEDIA_ROOT"
+        )
+    return _local(root or str(env.VAR_DIR / "media"))
 
 
 @cache

@@ -12,12 +12,11 @@ from django.http import FileResponse, Http404, HttpResponseNotModified
 from django.views.decorators.http import require_safe
 
 from apps.media.processing import EXTENSIONS
-from apps.media.storage import media_storage
+from apps.media.storage import IMMUTABLE, media_storage
 
 NAME = re.compile(r"(?P<digest>[0-9a-f]{64})(?:-[0-9]{1,4}w)?\.(?P<extension>[a-z]{3,4})")
 # Nothing runs, loads or frames: an image needs no permission to be shown.
 FILE_CSP = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox"
-YEAR = 365 * 24 * 3600
 
 
 @require_safe
@@ -37,7 +36,7 @@ def medium_file(request, name: str):
         response = FileResponse(stored, content_type=EXTENSIONS[match["extension"]], as_attachment=False)
         response["Content-Disposition"] = "inline"
     response["ETag"] = etag
-    response["Cache-Control"] = f"public, max-age={YEAR}, immutable"
+    response["Cache-Control"] = IMMUTABLE
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = FILE_CSP
     response["Cross-Origin-Resource-Policy"] = "cross-origin"

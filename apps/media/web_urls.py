@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from apps.media.storage import SERVED_AT
 from apps.media.views import medium_file
 
-urlpatterns = [path("media/<str:name>", medium_file, name="medium-file")]
+urlpatterns = [path(f"{SERVED_AT.strip('/')}/<str:name>", medium_file, name="medium-file")]
