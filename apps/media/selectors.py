@@ -134,6 +134,11 @@ def medium_rows(media) -> list[MediumRow]:
 SHOWN_NAME = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}\.(?:png|jpg|gif|webp|avif)\b")
 
 
+def shows_media(text: str) -> bool:
+    """Whether `text` names any stored upload (a cheap test before media_shown_in's query)."""
+    return bool(text) and SHOWN_NAME.search(text) is not None
+
+
 def media_shown_in(text: str, *, account_id: int) -> list[Medium]:
     """The account's media that `text` shows by their stored names, in the order it first does."""
     names = list(dict.fromkeys(SHOWN_NAME.findall(text)))[:100]

@@ -26,7 +26,7 @@ from apps.core.coherence import Entries, readable
 from apps.core.destinations import Image
 from apps.core.paging import Window, skipped
 from apps.core.prepared import PreparedLookup
-from apps.media.selectors import image_of, media_shown_in
+from apps.media.selectors import image_of, media_shown_in, shows_media
 from apps.posts import page_anchors
 from apps.posts.models import Media, Post, PostQuerySet, PublicationStatus, Tag, shown_at
 from apps.publishing.models import JobAction
@@ -339,7 +339,7 @@ def post_images(post) -> tuple[Image, ...]:
         Media.objects.filter(post_id=post.pk, medium__isnull=False).select_related("medium").order_by("position", "id")
     )
     attached = {item.medium_id for item in items}
-    shown = media_shown_in(post.body, account_id=post.channel.account_id) if post.body else []
+    shown = media_shown_in(post.body, account_id=post.channel.account_id) if shows_media(post.body) else []
     return (
         *(image_of(item.medium, alt_text=item.alt_text) for item in items),
         *(image_of(medium, attached=False) for medium in shown if medium.pk not in attached),

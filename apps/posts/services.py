@@ -21,7 +21,7 @@ from apps.channels.models import Channel
 from apps.core.errors import NotFound
 from apps.core.keep import KEEP, Keep
 from apps.core.validation import field_error
-from apps.media.selectors import media_shown_in, medium_get, medium_url
+from apps.media.selectors import media_shown_in, medium_get, medium_url, shows_media
 from apps.posts.events import PostEvent
 from apps.posts.lifecycle import emit, locked_post, publication_under_way, request_job, validate_fields
 from apps.posts.models import SLUG_MAX_LENGTH, Media, Post, PublicationStatus, Tag
@@ -137,6 +137,9 @@ def _save_content(post: Post, *, slug_made: bool, **save_options) -> None:
             post.save(**save_options)
         else:
             raise
+    fields = save_options.get("update_fields")
+    if fields is None or "body" in fields:
+        _sync_body_media(post, created=fields is None)
 
 
 def check_tags_of_account(tags: Iterable[Tag], account_id: int) -> None:
@@ -176,10 +179,13 @@ def _media_values(item: MediaInput, account_id: int, position: int) -> dict:
     }
 
 
-def _sync_body_media(post: Post) -> None:
-    """What the body shows of the media library, as the body now reads."""
-    shown = media_shown_in(post.body, account_id=post.channel.account_id)
-    if {medium.pk for medium in shown} != set(post.body_media.values_list("pk", flat=True)):
+def _sync_body_media(post: Post, *, created: bool) -> None:
+    """What the body shows of the media library, as the body now reads (a new post shows none yet)."""
+    shown = media_shown_in(post.body, account_id=post.channel.account_id) if shows_media(post.body) else []
+    if created:
+        if shown:
+            post.body_media.add(*shown)
+    elif {medium.pk for medium in shown} != set(post.body_media.values_list("pk", flat=True)):
         post.body_media.set(shown)
 
 
@@ -207,6 +213,16 @@ def _assign_media(post: Post, items: Sequence[MediaInput]) -> bool:
     return changed
 
 
+def _assign_parts(post: Post, tags: Iterable[Tag] | Keep, media: Sequence[MediaInput] | Keep) -> list[str]:
+    """The post's tags and media, where given: the names of those that changed."""
+    changed = []
+    if not isinstance(tags, Keep) and _assign_tags(post, tags):
+        changed.append("tags")
+    if not isinstance(media, Keep) and _assign_media(post, media):
+        changed.append("media")
+    return changed
+
+
 @transaction.atomic
 def post_create(
     *,
@@ -226,8 +242,6 @@ def post_create(
     _assign_content(post, content | {"meta_title": meta_title, "meta_description": meta_description})
     _validate_content(post, CONTENT_FIELDS, slug_made=_blank(slug))
     _save_content(post, slug_made=_blank(slug))
-    if body:
-        post.body_media.set(media_shown_in(body, account_id=channel.account_id))
     # A new post has no tags or media yet: nothing to read and compare first.
     tags = list(tags)
     if tags:
@@ -270,10 +284,7 @@ def locked_post_change(
     changed = _assign_content(locked, {name: value for name, value in given.items() if value is not KEEP})
     if changed:
         _validate_content(locked, changed, slug_made=slug is not KEEP and _blank(slug))
-    if not isinstance(tags, Keep) and _assign_tags(locked, tags):
-        changed.append("tags")
-    if not isinstance(media, Keep) and _assign_media(locked, media):
-        changed.append("media")
+    changed += _assign_parts(locked, tags, media)
     if changed:
         # updated_at moves for tag and media changes too: they are the post's content.
         _save_content(
@@ -281,8 +292,6 @@ def locked_post_change(
             slug_made=slug is not KEEP and _blank(slug),
             update_fields=[*(name for name in changed if name in CONTENT_FIELDS), "updated_at"],
         )
-        if "body" in changed:
-            _sync_body_media(locked)
         if locked.publication_status == PublicationStatus.PUBLISHED:
             emit(PostEvent.UPDATED, locked)
             if locked.channel.publishes_through_destination:

@@ -5,7 +5,6 @@ from django.core.validators import validate_slug
 from django.utils.cache import set_response_etag
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import ErrorDetail
 from rest_framework.response import Response
 
 from apps.api.idempotency import idempotent
@@ -23,8 +22,6 @@ from apps.posts.models import (
     TAG_NAME_MAX_LENGTH,
     TEASER_MAX_LENGTH,
     TITLE_MAX_LENGTH,
-    URL_MAX_LENGTH,
-    MediaKind,
     Post,
     PostQuerySet,
     PublicationStatus,
@@ -32,6 +29,7 @@ from apps.posts.models import (
 from apps.posts.selectors import post_details
 from apps.posts.serializers import PostDetailSerializer
 from apps.posts.services import MediaInput
+from apps.posts.write_media import MediaEntrySerializer
 from apps.posts.writing import Writer, post_write, post_write_delete, post_write_new
 from apps.users.models import Permission
 
@@ -65,34 +63,6 @@ READ_ONLY_FIELDS = (
 )
 # Statuses a write may ask for; `publishing_pending` is refused by the workflow's rules (422), not as a typo.
 WRITABLE_STATUSES = PublicationStatus.choices
-
-
-class MediaEntrySerializer(StrictSerializer):
-    """One media item: an uploaded medium of the account's library, or an image that lives elsewhere."""
-
-    read_only_fields = ("id",)
-
-    medium = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, help_text="An uploaded medium's id (/v1/media); or give `url`."
-    )
-    url = StrictCharField(required=False, max_length=URL_MAX_LENGTH, help_text="An external http(s) address.")
-    kind = serializers.ChoiceField(choices=MediaKind.choices, required=False, help_text="With `url`; default `image`.")
-    alt_text = StrictCharField(
-        required=False, allow_blank=True, max_length=500, help_text="Empty: the medium's own alt text."
-    )
-    width = serializers.IntegerField(required=False, allow_null=True, min_value=1, help_text="With `url`: pixels.")
-    height = serializers.IntegerField(required=False, allow_null=True, min_value=1, help_text="With `url`: pixels.")
-
-    def validate(self, attrs):
-        if (attrs.get("medium") is None) == (not attrs.get("url")):
-            raise serializers.ValidationError(
-                {"medium": [ErrorDetail("Give either `medium` (an uploaded medium's id) or `url`.", code="one_of")]}
-            )
-        if attrs.get("medium") is not None and set(attrs) & {"url", "kind", "width", "height"}:
-            raise serializers.ValidationError(
-                {"medium": [ErrorDetail("An uploaded medium has its own url, kind and size.", code="one_of")]}
-            )
-        return attrs
 
 
 class PostFieldsSerializer(StrictSerializer):

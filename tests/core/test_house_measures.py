@@ -81,6 +81,7 @@ ACCEPTED_CYCLE_EXCEPTIONS = {
     "apps.webhooks.services -> apps.webhooks.tasks",
     "apps.publishing.services -> apps.publishing.tasks",
     "apps.publishing.*.services -> apps.publishing.*.tasks",
+    "apps.media.services -> apps.media.tasks",
 }
 
 
