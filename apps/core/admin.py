@@ -137,13 +137,17 @@ class ObjectButton:
     unavailable: Callable | None = None
 
 
+def first_message(exc: DomainError) -> str:
+    """What a person is told of a refusal: its first error's own words (an InvalidInput's message
+    names the API's field before them)."""
+    return ((exc.details or {}).get("errors") or [{"message": exc.message}])[0]["message"]
+
+
 def add_input_error(form, exc: InvalidInput) -> None:
     """A service's InvalidInput on an admin form: its first error, on the field it names where the
     form has that field (else above the form)."""
-    details = exc.details or {}
-    message = (details.get("errors") or [{"message": exc.message}])[0]["message"]
-    field = details.get("field")
-    form.add_error(field if field in form.fields else None, message)
+    field = (exc.details or {}).get("field")
+    form.add_error(field if field in form.fields else None, first_message(exc))
 
 
 def page_url(model_admin: admin.ModelAdmin, page: str, *args) -> str:

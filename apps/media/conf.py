@@ -23,8 +23,12 @@ if any(width < 16 or width > 8000 for width in MEDIA_VARIANT_WIDTHS):
 MEDIA_QUALITY = env.int_between("MEDIA_QUALITY", 85, 1, 100)
 # An upload is streamed to a temporary file as it arrives, never held whole in memory.
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]
-# The upload endpoint's body: the file and the multipart framing around it (its other fields are small).
-REQUEST_BODY_LIMITS = {"/v1/media": MEDIA_MAX_BYTES + 64 * 1024}
+# The upload endpoints' bodies: the file and the multipart framing around it (its other fields are
+# small). The Settings area's library (apps/media/admin.py) takes the same uploads at its own address
+# under ADMIN_URL (read here as config/settings/environment.py reads it: settings are not built yet).
+_UPLOAD_BODY = MEDIA_MAX_BYTES + 64 * 1024
+_ADMIN_UPLOAD = "/" + env.text("ADMIN_URL", "admin/").strip("/") + "/media/medium/upload"
+REQUEST_BODY_LIMITS = {"/v1/media": _UPLOAD_BODY, _ADMIN_UPLOAD: _UPLOAD_BODY}
 # Where uploads are stored and where readers fetch them (apps/media/storage.py): the local folder
 # MEDIA_ROOT served by the web process at MEDIA_URL, or an S3-compatible store.
 MEDIA_ROOT, MEDIA_URL, MEDIA_STORAGE = storage_from_environment()

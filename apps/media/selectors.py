@@ -42,6 +42,18 @@ def medium_url(medium: Medium) -> str:
     return absolute(public_src(medium.name))
 
 
+def markdown_alt(text: str) -> str:
+    """Text as a Markdown image's alt text: on one line, its brackets and backslashes escaped."""
+    text = " ".join(text.split())
+    return re.sub(r"([\\\[\]])", r"\\\1", text)
+
+
+def medium_markdown(medium: Medium) -> str:
+    """How a post's body shows the medium: `![alt](src)`, the alt text its own, else its file name's stem."""
+    alt = medium.alt_text or medium.original_name.rsplit(".", 1)[0]
+    return f"![{markdown_alt(alt)}]({public_src(medium.name)})"
+
+
 def variants_of(medium: Medium) -> tuple[ImageVariant, ...]:
     return tuple(
         ImageVariant(

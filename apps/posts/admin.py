@@ -6,7 +6,6 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db import models
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.urls import path, reverse
 
@@ -22,16 +21,15 @@ from apps.core.admin import (
 from apps.core.errors import DomainError
 from apps.core.http import content_length
 from apps.core.markdown import render_markdown
+from apps.posts.admin_media import MediaInline, media_inputs
 from apps.posts.admin_publication import PUBLISH_NOW, PublicationAdmin
 from apps.posts.api_workflow import post_mark_publishing_pending, post_publish, post_unpublish
 from apps.posts.editor_status import post_set_status
-from apps.posts.models import ApiPublication, Media, Post, Tag
+from apps.posts.models import ApiPublication, Post, Tag
 from apps.posts.pipeline_subject import PostSubject
 from apps.posts.selectors import page_url
 from apps.posts.services import (
     CONTENT_FIELDS,
-    MEDIA_INPUT_FIELDS,
-    MediaInput,
     check_tags_of_account,
     one_line_end,
     post_create,
@@ -47,26 +45,6 @@ class TagAdmin(SettingsModelAdmin):
     list_filter = ("account",)
     search_fields = ("name",)
     list_select_related = ("account",)
-
-
-class MediaInline(admin.TabularInline):
-    model = Media
-    fields = ("position", *MEDIA_INPUT_FIELDS)
-    extra = 0
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-
-    def get_formset(self, request, obj=None, **kwargs):
-        formset = super().get_formset(request, obj, **kwargs)
-
-        class HandedToThePost(formset):
-            """Hands itself to its post: PostAdmin.save_model gives the media to the posts service
-            with the rest of the content, in one change."""
-
-            def __init__(self, *args, **kwargs):
-                super().__init__(*args, **kwargs)
-                self.instance.media_formset = self
-
-        return HandedToThePost
 
 
 class ApiPublicationInline(admin.StackedInline):
@@ -138,20 +116,6 @@ class PostForm(forms.ModelForm):
         return cleaned
 
 
-def media_inputs(formset) -> list[MediaInput]:
-    """The media inline as the service's list: kept and new items, in the editor's order."""
-    items = []
-    for index, form in enumerate(formset.forms):
-        if not form.has_changed() and form.instance.pk is None:
-            continue  # an empty extra row
-        data = form.cleaned_data
-        if data.get("DELETE"):
-            continue
-        item = MediaInput(id=form.instance.pk, **{name: data.get(name) for name in MEDIA_INPUT_FIELDS})
-        items.append((data.get("position") or 0, index, item))
-    return [item for _, _, item in sorted(items, key=lambda entry: entry[:2])]
-
-
 # What a user without articles.publish may not change on a post's page (apps/settings_area/access.py).
 PUBLICATION_FIELDS = ("publication_status", "scheduled_at")
 # What the page says of the post's publishing (admin_publication.py).
@@ -202,8 +166,9 @@ class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
     object_buttons = (PUBLISH_NOW,)
 
     class Media:
-        # The body's live Markdown preview (static files only: the admin's CSP allows no inline script).
-        js = ("posts/markdown_preview.js",)
+        # The body's live Markdown preview, and its pasted or dropped images uploaded to the media
+        # library (static files only: the admin's CSP allows no inline script).
+        js = ("posts/markdown_preview.js", "posts/body_images.js")
         css = {"all": ("posts/markdown_preview.css",)}
 
     def get_urls(self):
@@ -233,6 +198,14 @@ class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
                 f"admin:{self._url_name('markdown_preview')}", current_app=self.admin_site.name
             )
             field.widget.attrs["data-markdown-preview-frame"] = reverse("blog:preview_frame")
+            if request.user.has_perm("media.add_medium"):
+                # Where body_images.js uploads an image pasted or dropped on the body, and the library it opens.
+                field.widget.attrs["data-media-upload"] = reverse(
+                    "admin:media_medium_upload", current_app=self.admin_site.name
+                )
+                field.widget.attrs["data-media-library"] = reverse(
+                    "admin:media_medium_changelist", current_app=self.admin_site.name
+                )
         return field
 
     def view_on_site(self, obj: Post) -> str | None:

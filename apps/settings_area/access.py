@@ -33,6 +33,7 @@ PERMISSION_ALLOWS: dict[str, dict[str, frozenset[str]]] = {
         "posts.media": VIEW,
         "posts.apipublication": VIEW,
         "publishing.publicationjob": VIEW,
+        "media.medium": VIEW,
         **_POSTS_CHANNELS,
     },
     "articles.write": {
@@ -41,6 +42,8 @@ PERMISSION_ALLOWS: dict[str, dict[str, frozenset[str]]] = {
         "posts.tag": ALL,
         "posts.media": ALL,
         "posts.apipublication": VIEW,
+        # The media library: upload, alt text and deletion, as the API's write:media asks of a key's owner.
+        "media.medium": ALL,
         **_POSTS_CHANNELS,
     },
     "articles.publish": {

@@ -38,6 +38,7 @@ from tests.factories import (
     ChannelFactory,
     GitDestinationFactory,
     MediaFactory,
+    MediumFactory,
     OperatorFactory,
     PublicationJobFactory,
     SsoTokenFactory,
@@ -63,6 +64,8 @@ AREA = {
     # An editor's default permissions (articles read, write, publish) do not delete posts.
     "posts.post": {"admin": ALL, "editor": "view add change"},
     "posts.tag": {"admin": ALL, "editor": ALL},
+    # The media library: whoever writes posts uploads, describes and deletes (articles.write).
+    "media.medium": {"admin": ALL, "editor": ALL},
     "webhooks.webhookendpoint": {"admin": ALL, "editor": ""},
     "webhooks.delivery": {"admin": "view", "editor": ""},
     # A post's jobs: everyone who edits posts sees them and may retry them ("change").
@@ -129,6 +132,7 @@ def build_side(tag: str) -> Side:
     post = publication.post
     post.tags.set([label])
     MediaFactory(post=post, url=f"https://cdn.example.net/{tag.lower()}-picture.jpg")
+    medium = MediumFactory(account=account, original_name=f"{tag.lower()}-upload.png", alt_text=f"{tag} alt text")
     key = ApiKeyFactory(user=users[Role.ADMIN], name=f"{tag} deploy key")
     token = SsoTokenFactory(user=member)
     endpoint = WebhookEndpointFactory(account=account, url=f"https://hooks.{tag.lower()}.example/receive")
@@ -175,6 +179,7 @@ def build_side(tag: str) -> Side:
         "channels.channel": channel,
         "posts.post": post,
         "posts.tag": label,
+        "media.medium": medium,
         "webhooks.webhookendpoint": endpoint,
         "webhooks.delivery": delivery,
         "publishing.publicationjob": job,
@@ -196,6 +201,9 @@ def build_side(tag: str) -> Side:
         post.title,
         post.slug,
         f"{tag.lower()}-picture.jpg",
+        medium.original_name,
+        medium.alt_text,
+        medium.name,
         key.prefix,
         key.name,
         endpoint.url,
@@ -303,7 +311,7 @@ def check(response, who: str, allowed: bool) -> None:
 def snapshot(account) -> dict:
     """Every row of the account's data, in every app of the service."""
     rows = {}
-    for app_label in ("accounts", "users", "channels", "posts", "webhooks", "publishing_newsletter"):
+    for app_label in ("accounts", "users", "channels", "posts", "webhooks", "publishing_newsletter", "media"):
         for model in django_apps.get_app_config(app_label).get_models():
             path = account_path(model)
             if path is not None:
