@@ -86,3 +86,24 @@ def truncated_jpeg() -> bytes:
 def noise_png(width: int = 400, height: int = 400) -> bytes:
     """A PNG that does not compress: its size is about width x height x 3 bytes."""
     return encoded(Image.frombytes("RGB", (width, height), random.Random(3).randbytes(width * height * 3)), "PNG")
+
+
+def photo(width: int = 3000, height: int = 2000, seed: int = 1) -> bytes:
+    """A camera-sized JPEG that looks like a landscape (a sky, hills, a sun, a camera's grain):
+    megabytes, as a phone's photo is, so a page that sent it whole to a phone would show."""
+    chance = random.Random(seed)
+    image = Image.linear_gradient("L").resize((width, height)).convert("RGB")
+    sky = Image.new("RGB", (width, height), (chance.randrange(40, 120), 140, 220))
+    image = Image.blend(sky, image, 0.35)
+    draw = ImageDraw.Draw(image)
+    sun = chance.randrange(width // 5, width * 4 // 5)
+    draw.ellipse([sun - 180, 300, sun + 180, 660], fill=(255, 226, 150))
+    for layer in range(4):
+        top = height // 2 + layer * height // 10
+        points = [(x, top + chance.randrange(-120, 120)) for x in range(0, width + 300, 300)]
+        draw.polygon([(0, height), *points, (width, height)], fill=(30 + layer * 20, 90 - layer * 15, 50))
+    # Leaves and stones: detail a few pixels wide, which a phone's copy keeps (a pixel's grain it would not).
+    texture = Image.effect_noise((width // 3, height // 3), 60).resize((width, height), Image.Resampling.BICUBIC)
+    grain = Image.effect_noise((width, height), 20)
+    image = Image.blend(image, Image.merge("RGB", (texture, texture, grain)), 0.22)
+    return encoded(image, "JPEG", quality=92)
