@@ -352,6 +352,11 @@ class AutoSchema(openapi.AutoSchema):
         return operation
 
 
+# Answered by the HTTP layer before any handler runs, even where an operation describes its own (an
+# upload's larger 413): never a replay.
+HTTP_LAYER = frozenset({"406", "411", "413", "415"})
+
+
 def add_idempotency(operation: dict) -> None:
     operation.setdefault("parameters", []).append(dict(IDEMPOTENCY_KEY))
     responses = operation.setdefault("responses", {})
@@ -361,7 +366,7 @@ def add_idempotency(operation: dict) -> None:
     for status, response in responses.items():
         # What a replay can answer: the operation's own answers (the HTTP layer's 406, 411, 413 and 415,
         # added later, come before the handler, and 401, 403 and 429 are never kept).
-        if status.startswith(("2", "4")) and int(status) not in idempotency.NOT_KEPT:
+        if status.startswith(("2", "4")) and int(status) not in idempotency.NOT_KEPT and status not in HTTP_LAYER:
             response.setdefault("headers", {}).update(_header_refs(idempotency.REPLAYED_HEADER))
 
 

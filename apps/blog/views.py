@@ -98,13 +98,19 @@ def json_ld(data: dict) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _media_entries(post, uploaded, *, first: bool) -> list[tuple]:
+def _media_entries(post, uploaded, shown: tuple) -> list[tuple]:
     """Each of the post's media entries with the uploaded image it names (None: an external address)
-    and whether it is the page's first image (`first`: the body showed none of them before it)."""
+    and whether it is the page's first image, but those its body already showed (`shown`): a photo
+    is on the page once."""
     by_medium = {image.medium_id: image for image in uploaded if image.attached}
+    in_body = {image.medium_id for image in shown}
+    first = not shown
     entries = []
     for item in post.media_items:
-        image = by_medium.get(getattr(item, "medium_id", None))
+        medium_id = getattr(item, "medium_id", None)
+        if medium_id in in_body:
+            continue
+        image = by_medium.get(medium_id)
         entries.append((item, image, first and image is not None))
         first = first and image is None
     return entries
@@ -144,7 +150,7 @@ def _post_page(request, channel: Channel, post, *, preview: bool = False) -> Htt
         "canonical": url,
         "body_html": body.html,
         "images": images,
-        "media_entries": _media_entries(post, uploaded, first=not body.images),
+        "media_entries": _media_entries(post, uploaded, body.images),
         "og_image": images[0] if images else None,
         "tag_links": tag_links,
         "json_ld": json_ld(structured),

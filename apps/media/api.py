@@ -1,7 +1,6 @@
 """The media library's /v1 endpoints: upload (the one endpoint that takes multipart/form-data), list,
 read, change the alt text, delete."""
 
-from django.core.files.uploadedfile import UploadedFile
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
@@ -9,11 +8,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.models import Scope
+from apps.api.idempotency import idempotent
 from apps.api.pagination import PagePagination
 from apps.api.permissions import require_permission
 from apps.api.request_fields import StrictCharField, StrictSerializer
 from apps.api.schema import common_errors, error
-from apps.core.validation import field_error
 from apps.media.models import ALT_TEXT_MAX_LENGTH
 from apps.media.selectors import media_of_account, medium_get, medium_rows
 from apps.media.serializers import MediumSerializer
@@ -25,9 +24,11 @@ class MediumResponseSerializer(serializers.Serializer):
     data = MediumSerializer()
 
 
-class UploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="The image: PNG, JPEG, GIF, WebP or AVIF (decided from its content).")
-    alt_text = serializers.CharField(required=False, allow_blank=True, max_length=ALT_TEXT_MAX_LENGTH)
+class UploadSerializer(StrictSerializer):
+    file = serializers.FileField(
+        allow_empty_file=True, help_text="The image: PNG, JPEG, GIF, WebP or AVIF (decided from its content)."
+    )
+    alt_text = StrictCharField(required=False, allow_blank=True, max_length=ALT_TEXT_MAX_LENGTH)
 
 
 class MediumChangesSerializer(StrictSerializer):
@@ -96,14 +97,12 @@ class MediaView(APIView):
         },
         tags=["media"],
     )
+    @idempotent
     def post(self, request):
         require_permission(request.user, Permission.ARTICLES_WRITE)
-        upload = request.data.get("file")
-        if not isinstance(upload, UploadedFile):
-            raise field_error("file", "required", "Send the image in the multipart field `file`.")
-        alt_text = request.data.get("alt_text", "")
-        if not isinstance(alt_text, str):
-            raise field_error("alt_text", "invalid", "Send the alt text as a text field.")
+        fields = UploadSerializer(data=request.data)
+        fields.is_valid(raise_exception=True)
+        upload, alt_text = fields.validated_data["file"], fields.validated_data.get("alt_text", "")
         medium = medium_upload(
             account_id=request.auth.account_id,
             file=upload,
@@ -143,6 +142,7 @@ class MediumView(APIView):
         },
         tags=["media"],
     )
+    @idempotent
     def patch(self, request, id: int):
         require_permission(request.user, Permission.ARTICLES_WRITE)
         changes = MediumChangesSerializer(data=request.data)
@@ -166,6 +166,7 @@ class MediumView(APIView):
         },
         tags=["media"],
     )
+    @idempotent
     def delete(self, request, id: int):
         require_permission(request.user, Permission.ARTICLES_WRITE)
         medium_delete(account_id=request.auth.account_id, medium_id=id)

@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.db import models
 
+from apps.core.fields import JSONField
+
 ALT_TEXT_MAX_LENGTH = 500
 ORIGINAL_NAME_MAX_LENGTH = 255
 
@@ -29,7 +31,7 @@ class Medium(models.Model):
         max_length=ALT_TEXT_MAX_LENGTH, blank=True, default="", help_text="What the image shows, for screen readers."
     )
     # [{"width", "height", "mime_type", "name"}], narrowest first; set once, by the worker.
-    variants = models.JSONField(default=list, blank=True, editable=False)
+    variants = JSONField(default=list, blank=True, editable=False)
     variants_made_at = models.DateTimeField(null=True, blank=True, editable=False)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False

@@ -63,12 +63,25 @@ class RequestKeyTaken(Exception):
 NO_BODY = hashlib.sha256(b"").hexdigest()
 
 
+def _file_digest(value) -> str:
+    """An uploaded file of a multipart body (an upload) as the SHA-256 of its bytes, read in chunks."""
+    if not hasattr(value, "chunks"):
+        raise TypeError(f"{type(value).__name__} is not part of a request body")
+    digest = hashlib.sha256()
+    for chunk in value.chunks():
+        digest.update(chunk)
+    value.seek(0)
+    return f"file:{digest.hexdigest()}"
+
+
 def body_fingerprint(data, *, has_body: bool) -> str:
-    """The request body compared as parsed JSON: key order and whitespace do not count. No body at
-    all is a value of its own, different from `{}`."""
+    """The request body compared as parsed JSON: key order and whitespace do not count; a file of a
+    multipart body counts by its bytes. No body at all is a value of its own, different from `{}`."""
     if not has_body:
         return NO_BODY
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    canonical = json.dumps(
+        data, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False, default=_file_digest
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

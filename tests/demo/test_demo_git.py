@@ -57,7 +57,12 @@ def test_seed_demo_commits_the_demo_git_channels_published_post_to_a_repository_
         [commit] = commits(path)
         assert commit.message.decode().startswith(f"Publish “{post.title}”\n")
         assert commit.author.decode() == "Demo Publisher <publisher@example.com>"
-        assert list(files_at_head(path)) == [f"content/posts/{post.slug}.md"]
+        # The post and, in the same commit, the demo's uploaded cover it shows.
+        cover = post.media.get().medium
+        assert sorted(files_at_head(path)) == [
+            f"content/posts/{post.slug}.md",
+            f"static/images/{cover.created_at.year}/{cover.name}",
+        ]
         assert f"\nid: {post.pk}\n" in files_at_head(path)[f"content/posts/{post.slug}.md"].decode()
         job = PublicationJob.objects.get(post_id=post.pk)
         assert (job.state, job.reference) == ("succeeded", commit.id.decode())

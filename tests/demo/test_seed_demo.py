@@ -60,6 +60,7 @@ def test_seed_demo_keys_behave_as_labelled():
         "read:channels",
         "read:posts",
         "read:media",
+        "write:media",
         "write:posts",
         "write:sso",
         "read:users",

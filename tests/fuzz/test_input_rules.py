@@ -21,7 +21,9 @@ def openapi(client):
 
 def body_schema(schema, path: str, method: str) -> dict:
     operation = schema["paths"][path][method]
-    ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    content = operation["requestBody"]["content"]
+    # The one body that is not JSON is an upload's multipart form, held to the same rule.
+    ref = content.get("application/json", content.get("multipart/form-data"))["schema"]["$ref"]
     return schema["components"]["schemas"][ref.rsplit("/", 1)[1]]
 
 

@@ -125,8 +125,9 @@ def test_the_web_process_serves_the_stores_files_when_media_url_is_its_own_path(
 
 
 def test_the_workers_copies_land_in_the_bucket_with_their_types_even_where_mimetypes_knows_none(
-    bucket, writer, monkeypatch
+    bucket, writer, monkeypatch, settings
 ):
+    settings.MEDIA_VARIANT_WIDTHS = [480, 960]
     s3 = bucket()
     # A machine without /etc/mime.types: Python's own table lacks WebP.
     monkeypatch.setattr(mimetypes, "guess_type", lambda *args, **kwargs: (None, None))
@@ -145,8 +146,9 @@ def test_the_workers_copies_land_in_the_bucket_with_their_types_even_where_mimet
 
 
 def test_deleting_a_medium_removes_its_file_and_copies_from_the_bucket(
-    bucket, writer, django_capture_on_commit_callbacks
+    bucket, writer, django_capture_on_commit_callbacks, settings
 ):
+    settings.MEDIA_VARIANT_WIDTHS = [480, 960]
     s3 = bucket()
     kept = upload(writer, images.png(200, 100), "kept.png")
     data = upload(writer, images.png(1000, 500), "gone.png")

@@ -233,3 +233,23 @@ def test_another_accounts_media_are_not_found(writer, client_for):
     assert other.patch(f"/v1/media/{medium_id}", {"alt_text": "x"}, format="json").status_code == 404
     assert other.delete(f"/v1/media/{medium_id}").status_code == 404
     assert other.get("/v1/media").json()["data"] == []
+
+
+def test_an_upload_retried_with_its_idempotency_key_is_stored_once(writer):
+    data = images.png()
+    first = writer.post(
+        "/v1/media", {"file": named(data, "a.png")}, format="multipart", HTTP_IDEMPOTENCY_KEY="upload-1"
+    )
+    again = writer.post(
+        "/v1/media", {"file": named(data, "a.png")}, format="multipart", HTTP_IDEMPOTENCY_KEY="upload-1"
+    )
+    other = writer.post(
+        "/v1/media", {"file": named(images.png(20, 20), "a.png")}, format="multipart", HTTP_IDEMPOTENCY_KEY="upload-1"
+    )
+
+    assert first.status_code == again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    assert Medium.objects.count() == 1
+    assert other.status_code == 422
+    assert other.json()["error"]["code"] == "idempotency_key_reused"

@@ -94,9 +94,18 @@ def test_detail_has_every_field_of_the_single_post_form(authed, channel):
     assert data["external_url"] == "https://partner.example.com/1"
     assert data["tags"] == [{"id": alpha.id, "name": "alpha"}, {"id": beta.id, "name": "beta"}]
     assert data["media"] == [
-        {"id": first.id, "kind": "image", "url": first.url, "alt_text": "Cover", "width": 1200, "height": 630},
+        {
+            "id": first.id,
+            "medium": None,
+            "kind": "image",
+            "url": first.url,
+            "alt_text": "Cover",
+            "width": 1200,
+            "height": 630,
+        },
         {
             "id": second.id,
+            "medium": None,
             "kind": "video",
             "url": "https://cdn.example.com/v.mp4",
             "alt_text": "An image",
