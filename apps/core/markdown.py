@@ -187,22 +187,15 @@ def render_body(
     return Body(rendered, tuple(env.get("shown", ())))
 
 
-def render_markdown(
-    body: str,
-    *,
-    anchors: bool = True,
-    images: Mapping[str, Image] | None = None,
-    sizes: str = CONTENT_SIZES,
-    priority: bool = False,
-    mail_width: int | None = None,
-) -> str:
-    """The body as safe HTML (an empty body is an empty string). `anchors=False`: no permalink after
+def render_markdown(body: str, **options) -> str:
+    """The body as safe HTML (an empty body is an empty string), with render_body's options.
+    `anchors=False`: no permalink after
     each heading, for a copy read away from the post's page (an e-mail). `images`: the uploaded images
     it may show, by address (apps.core.images.by_address): each with its size and responsive copies,
     for a column of `sizes`; `priority`: the first of them is the page's first image, fetched at once.
     `mail_width`: for an e-mail whose column is that many pixels wide: each uploaded image from its
     absolute address, sized to fit, and no image lazy."""
-    return render_body(body, anchors=anchors, images=images, sizes=sizes, priority=priority, mail_width=mail_width).html
+    return render_body(body, **options).html
 
 
 # Where a line or block starts or ends in the rendered HTML (markdown_text(paragraphs=True)): a line
