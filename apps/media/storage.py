@@ -136,7 +136,7 @@ def _s3(bucket: str, location: str, options: dict[str, tuple[str, str]]) -> tupl
         "location": location,
         "querystring_auth": False,
         "file_overwrite": True,
-        "object_parameters": {"CacheControl": IMMUTABLE},
+        "object_parameters": {"CacheControl": IMMUTABLE, "ContentDisposition": "inline"},
     }
     for option, (value, source) in options.items():
         pattern, described = S3_OPTIONS[option]

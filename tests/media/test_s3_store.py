@@ -97,6 +97,8 @@ def test_an_upload_lands_in_the_bucket_stripped_typed_and_cacheable_for_a_year(b
     assert Image.open(io.BytesIO(body)).getexif() == {}
     assert stored["ContentType"] == "image/jpeg"
     assert stored["CacheControl"] == YEAR
+    # Shown, never saved as a download, as the web process serves it.
+    assert stored["ContentDisposition"] == "inline"
     assert data["bytes"] == len(body)
 
 
