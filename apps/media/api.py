@@ -47,6 +47,11 @@ IN_USE = error(
     "`publication_status`).",
     "in_use",
 )
+STORE_UNAVAILABLE = error(
+    "The media store (the local folder or the S3-compatible store) did not take the file: nothing was stored; "
+    "retry later (with the same `Idempotency-Key`).",
+    "store_unavailable",
+)
 TOO_LARGE = error("The request body is larger than MEDIA_MAX_BYTES and the multipart framing.", "payload_too_large")
 
 
@@ -94,6 +99,7 @@ class MediaView(APIView):
             **common_errors(bad_request=True),
             403: PERMISSION_DENIED,
             413: TOO_LARGE,
+            503: STORE_UNAVAILABLE,
         },
         tags=["media"],
     )

@@ -2,6 +2,7 @@
 responsive copies recorded. Each runs in one transaction; the file is in the store before the row
 that names it commits, so an answered upload is never lost."""
 
+import logging
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -10,12 +11,14 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
 
-from apps.core.errors import Conflict
+from apps.core.errors import Conflict, Unavailable
 from apps.core.validation import field_error
 from apps.media.models import ALT_TEXT_MAX_LENGTH, ORIGINAL_NAME_MAX_LENGTH, Medium
 from apps.media.processing import Refused, process
 from apps.media.selectors import medium_get, names_of_files
 from apps.media.storage import media_storage
+
+logger = logging.getLogger(__name__)
 
 # medium id -> [{"id", "title", ...}] of what shows it and must keep it: the apps above the media
 # library (the posts) register how to ask them, so it refuses to delete what a live page shows
@@ -44,8 +47,16 @@ def _checked_alt_text(alt_text: str) -> str:
 
 def _store(name: str, data: bytes) -> None:
     storage = media_storage()
-    if not storage.exists(name):
-        storage.save(name, ContentFile(data))
+    try:
+        if not storage.exists(name):
+            storage.save(name, ContentFile(data))
+    except Exception as exc:
+        # Whatever the store raises (a full disk, an S3 endpoint down, refused credentials): the
+        # upload is not taken, and the client is told to try again, never a 500.
+        logger.exception("The media store refused %s", name)
+        raise Unavailable(
+            "The media store did not take the file; nothing was stored. Try again shortly.", code="store_unavailable"
+        ) from exc
 
 
 def medium_upload(

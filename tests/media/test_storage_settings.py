@@ -62,7 +62,10 @@ def test_an_s3_url_names_the_bucket_its_prefix_and_options_and_objects_are_publi
             "location": "site/uploads",
             "querystring_auth": False,
             "file_overwrite": True,
-            "object_parameters": {"CacheControl": "public, max-age=31536000, immutable"},
+            "object_parameters": {
+                "CacheControl": "public, max-age=31536000, immutable",
+                "ContentDisposition": "inline",
+            },
             "endpoint_url": ENDPOINT,
             "region_name": "auto",
         },

@@ -253,3 +253,16 @@ def test_an_upload_retried_with_its_idempotency_key_is_stored_once(writer):
     assert Medium.objects.count() == 1
     assert other.status_code == 422
     assert other.json()["error"]["code"] == "idempotency_key_reused"
+
+
+def test_a_store_that_fails_is_a_503_and_nothing_is_kept(writer, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(media_storage().__class__, "_save", refuse)
+
+    response = upload(writer, images.png(), "photo.png")
+
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "store_unavailable"
+    assert not Medium.objects.exists()
