@@ -71,6 +71,8 @@ def test_connect_git_sets_a_channel_up_with_a_token_from_the_environment(run, gi
         "path_template": "content/posts/{slug}.md",
         "media_path": "static/images/{year}/{name}",
         "media_url": "/images/{year}/{name}",
+        "media_folder": "static/images",
+        "public_folder": "/images",
         "author_name": "Content Publishing",
         "author_email": "publishing@example.com",
         "token_username": "x-access-token",

@@ -255,6 +255,7 @@ def test_connect_git_sets_the_media_templates_and_prints_them(manage, bare_repo)
 
     assert (code, err) == (0, "")
     assert '"media_path": "assets/images/{year}/{name}"' in out and '"media_url": "/assets/images/{year}/{name}"' in out
+    assert '"media_folder": "assets/images"' in out and '"public_folder": "/assets/images"' in out
     stored = GitDestination.objects.get(channel=channel)
     assert (stored.media_path, stored.media_url) == ("assets/images/{year}/{name}", "/assets/images/{year}/{name}")
 
@@ -262,3 +263,33 @@ def test_connect_git_sets_the_media_templates_and_prints_them(manage, bare_repo)
 
     assert code == 1 and json_error(err)["details"]["field"] == "media_path"
     assert GitDestination.objects.get(channel=channel).media_path == "assets/images/{year}/{name}"
+
+
+@pytest.mark.parametrize(
+    ("media_path", "media_url", "media_folder", "public_folder"),
+    [
+        ("static/images/{year}/{name}", "/images/{year}/{name}", "static/images", "/images"),
+        ("assets/images/{name}", "/assets/images/{name}", "assets/images", "/assets/images"),
+        ("{year}-{name}", "/{name}", "", "/"),
+        (
+            "static/img/{year}/{month}/{name}",
+            "https://cdn.example.com/img/{year}/{month}/{name}",
+            "static/img",
+            "https://cdn.example.com/img",
+        ),
+    ],
+)
+def test_the_set_up_names_its_folders_as_a_decap_cms_config_would(media_path, media_url, media_folder, public_folder):
+    destination = GitDestination(media_path=media_path, media_url=media_url)
+
+    assert (destination.media_folder, destination.public_folder) == (media_folder, public_folder)
+
+
+def test_the_settings_area_page_of_a_set_up_shows_its_decap_cms_folders(git_channel):
+    client = admin_session(AdminUserFactory(account=git_channel.account))
+    destination = GitDestination.objects.get(channel=git_channel)
+
+    page = client.get(f"/admin/publishing_git/gitdestination/{destination.pk}/change/").content.decode()
+
+    assert "media_folder" in page and "static/images" in page
+    assert "public_folder" in page and '<div class="readonly">/images</div>' in page

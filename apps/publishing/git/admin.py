@@ -72,11 +72,13 @@ class GitDestinationAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     list_display = ("channel", "repository_url", "branch", "path_template", "credentials", "updated_at")
     list_select_related = ("channel",)
     search_fields = ("channel__title", "repository_url")
-    readonly_fields = ("credentials", "created_at", "updated_at")
+    readonly_fields = ("credentials", "media_folder", "public_folder", "created_at", "updated_at")
     # Where a channel publishes, with its credentials: an SSO session confirms its password first.
     step_up = StepUp.ALL_BUT_THE_LIST
     fieldsets = (
         (None, {"fields": ("channel", "repository_url", "branch", "path_template", "media_path", "media_url")}),
+        # What a Decap CMS config of the same site names these folders (derived from the templates).
+        ("Decap CMS", {"fields": ("media_folder", "public_folder")}),
         ("Commits", {"fields": ("author_name", "author_email")}),
         CREDENTIALS_FIELDSET,
         ("Pages", {"fields": ("post_url_template", "commit_url_template", "unpublish_keeps_file")}),
@@ -91,6 +93,14 @@ class GitDestinationAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
             permission="view",
         ),
     )
+
+    @admin.display(description="media_folder")
+    def media_folder(self, obj: GitDestination) -> str:
+        return obj.media_folder if obj.pk else ""
+
+    @admin.display(description="public_folder")
+    def public_folder(self, obj: GitDestination) -> str:
+        return obj.public_folder if obj.pk else ""
 
     @admin.display(description="stored credentials")
     def credentials(self, obj: GitDestination) -> str:

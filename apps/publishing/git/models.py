@@ -2,6 +2,7 @@ from django.core.validators import MaxLengthValidator
 from django.db import models
 
 from apps.core import crypto
+from apps.publishing.git.templates import fixed_folder
 
 # The platform value of this kind's channels (Channel.platform).
 PLATFORM = "git"
@@ -86,6 +87,16 @@ class GitDestination(models.Model):
 
     def __str__(self) -> str:
         return f"{self.repository_url} ({self.branch})"
+
+    @property
+    def media_folder(self) -> str:
+        """The repository folder the images go under (Decap CMS's `media_folder`)."""
+        return fixed_folder(self.media_path)
+
+    @property
+    def public_folder(self) -> str:
+        """The address the site serves that folder at (Decap CMS's `public_folder`)."""
+        return fixed_folder(self.media_url)
 
     @property
     def has_token(self) -> bool:

@@ -43,6 +43,15 @@ def fill_media_template(template: str, image: Image) -> str:
     return template.strip().format(year=f"{date.year:04d}", month=f"{date.month:02d}", name=image.name)
 
 
+def fixed_folder(template: str) -> str:
+    """The folder every image of a media template goes under: its parts before the first one with a
+    placeholder ("static/images" of static/images/{year}/{name}), as a Decap CMS site names its
+    `media_folder` (of the media path) and `public_folder` (of the media URL)."""
+    parts = template.strip().split("/")
+    first_filled = next((i for i, part in enumerate(parts) if "{" in part), len(parts))
+    return "/".join(parts[:first_filled]) or ("/" if template.strip().startswith("/") else "")
+
+
 # What a template is tried with at set-up: a part that makes a name git refuses from these
 # (git~{id}: git~1) is refused then, not by the first post's job.
 _SAMPLE = {"slug": "a-post", "post_id": 1, "date": datetime(2024, 1, 31, tzinfo=UTC)}

@@ -31,6 +31,8 @@ def destination_data(destination: GitDestination) -> dict:
         "path_template": destination.path_template,
         "media_path": destination.media_path,
         "media_url": destination.media_url,
+        "media_folder": destination.media_folder,
+        "public_folder": destination.public_folder,
         "author_name": destination.author_name,
         "author_email": destination.author_email,
         "token_username": destination.token_username,
