@@ -107,7 +107,7 @@ def _media_entries(post, uploaded, shown: tuple) -> list[tuple]:
     first = not shown
     entries = []
     for item in post.media_items:
-        medium_id = getattr(item, "medium_id", None)
+        medium_id = item.medium_id
         if medium_id in in_body:
             continue
         image = by_medium.get(medium_id)
@@ -120,11 +120,10 @@ def _post_page(request, channel: Channel, post, *, preview: bool = False) -> Htt
     url = channel.post_url(post.slug)
     title = post.meta_title or post.title
     description = post_description(post, limit=DESCRIPTION_LENGTH)
-    # The uploaded images it shows (apps.core.destinations.Image), which the selector that loads it
-    # for its page sets; none for a post read without them.
-    uploaded = tuple(getattr(post, "images", ()))
+    # The uploaded images it shows (apps.core.destinations.Image), set by selectors.with_parts.
+    uploaded = post.images
     body = render_body(post.body, images=by_address(uploaded), priority=True)
-    external = [item for item in post.media_items if item.kind == "image" and getattr(item, "medium_id", None) is None]
+    external = [item for item in post.media_items if item.kind == "image" and item.medium_id is None]
     images = [*uploaded, *external]
     tag_links = [(name, channel.public_url("blog:tag", tag=name)) for name in post.tag_names]
     structured = {

@@ -37,6 +37,12 @@ def text(name: str, default: str | None = None) -> str:
     return ENV.str(name) if default is None else ENV.str(name, default=default)
 
 
+def admin_url() -> str:
+    """ADMIN_URL, the Settings area's path ("admin/"), for the settings and for an app's conf.py,
+    which is read before the settings are built."""
+    return text("ADMIN_URL", "admin/").strip("/") + "/"
+
+
 def database(name: str, default: str) -> dict:
     """A database URL (postgres://user@host:5432/name, sqlite:///path) as Django's DATABASES entry;
     set but empty is the default, as an empty REDIS_URL is the embedded one (environ's reading gave

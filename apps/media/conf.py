@@ -27,9 +27,9 @@ MEDIA_QUALITY = env.int_between("MEDIA_QUALITY", 85, 1, 100)
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]
 # The upload endpoints' bodies: the file and the multipart framing around it (its other fields are
 # small). The Settings area's library (apps/media/admin.py) takes the same uploads at its own address
-# under ADMIN_URL (read here as config/settings/environment.py reads it: settings are not built yet).
+# under ADMIN_URL.
 _UPLOAD_BODY = MEDIA_MAX_BYTES + 64 * 1024
-_ADMIN_UPLOAD = "/" + env.text("ADMIN_URL", "admin/").strip("/") + "/media/medium/upload"
+_ADMIN_UPLOAD = f"/{env.admin_url()}media/medium/upload"
 REQUEST_BODY_LIMITS = {"/v1/media": _UPLOAD_BODY, _ADMIN_UPLOAD: _UPLOAD_BODY}
 # Where uploads are stored and where readers fetch them (apps/media/storage.py): the local folder
 # MEDIA_ROOT served by the web process at MEDIA_URL, or an S3-compatible store.

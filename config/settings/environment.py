@@ -28,4 +28,4 @@ SECRET_KEY_MIN_LENGTH = 50
 # requests that name it, without being listed here (apps/core/hosts.py).
 ALLOWED_HOSTS = AllowedHosts(env.words("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"]))
 CSRF_TRUSTED_ORIGINS = env.words("CSRF_TRUSTED_ORIGINS", [])
-ADMIN_URL = env.text("ADMIN_URL", "admin/").strip("/") + "/"
+ADMIN_URL = env.admin_url()
