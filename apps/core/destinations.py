@@ -82,6 +82,17 @@ class Image:
     # Whether it is one of the post's `media` entries (False: only its body shows it).
     attached: bool = True
 
+    def data(self) -> bytes:
+        """The file's bytes for a destination; a store that fails, whatever it raises (a disk's
+        error, an S3 client's), is a PublishError the job is tried again after."""
+        try:
+            return self.read()
+        except Exception as exc:
+            raise PublishError(
+                f"The image {self.name} could not be read from the media store ({type(exc).__name__}: {exc}); "
+                "nothing was published, the job is tried again."
+            ) from exc
+
 
 @dataclass(frozen=True)
 class Document:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apps.core.destinations import Document, Image, PublishError
+from apps.core.destinations import Document, Image
 from apps.publishing.git.templates import check_media_path, check_media_url, fill_media_template
 
 # A character that goes on a URL's path: an address found in the body must not be followed (or,
@@ -67,8 +67,8 @@ def image_changes(
 
 
 class Reader:
-    """Reads each image's bytes from the media store once per job; a store that fails is a
-    temporary failure (the job is tried again), named by the image."""
+    """Reads each image's bytes from the media store once per job (Image.data: a store that fails
+    is a temporary failure, named by the image)."""
 
     def __init__(self) -> None:
         self._read: dict[str, bytes] = {}
@@ -76,11 +76,5 @@ class Reader:
     def __call__(self, site_image: SiteImage) -> bytes:
         name = site_image.image.name
         if name not in self._read:
-            try:
-                self._read[name] = site_image.image.read()
-            except Exception as exc:  # whatever the store raises: a disk's, an S3 client's
-                raise PublishError(
-                    f"The image {name} could not be read from the media store ({type(exc).__name__}: {exc}); "
-                    "nothing was committed."
-                ) from exc
+            self._read[name] = site_image.image.data()
         return self._read[name]

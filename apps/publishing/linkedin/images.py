@@ -95,12 +95,7 @@ def _urn(linkedin: client.Client, channel_id: int, owner: str, image: Image, fai
 
 def _linkedin_bytes(image: Image) -> tuple[bytes, str]:
     """The image's bytes in a format LinkedIn takes, and their type."""
-    try:
-        data = image.read()
-    except OSError as exc:
-        raise PublishError(
-            f"The image {_label(image)} could not be read from the media store ({exc}); the job is tried again."
-        ) from None
+    data = image.data()
     if image.mime_type in LINKEDIN_TYPES:
         return data, image.mime_type
     try:
