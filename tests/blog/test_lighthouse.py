@@ -32,7 +32,15 @@ PHOTOS = (
     ("The ridge path in the evening", "ridge.jpg"),
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), needs_chromium]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    needs_chromium,
+    # The page is served by the real web process, which reads the test database: on SQLite that
+    # database lives in this process only.
+    pytest.mark.postgres,
+    pytest.mark.skipif(not settings.IS_POSTGRES, reason="the web process needs the test database on PostgreSQL"),
+]
 
 
 def uploaded_photo(api, alt_text: str, name: str, seed: int) -> dict:
