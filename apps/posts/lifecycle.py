@@ -18,6 +18,7 @@ from apps.core.errors import NotFound
 from apps.core.keep import KEEP, Keep
 from apps.core.validation import invalid_from_django
 from apps.posts.models import POST_STATE_FIELDS, ApiPublication, Post, PublicationStatus
+from apps.posts.outcomes import moved
 from apps.posts.serializers import post_webhook_data
 from apps.publishing.models import JobState, PublicationJob
 from apps.publishing.services import job_enqueue
@@ -58,6 +59,7 @@ def put_state(post: Post, status: str, *, scheduled_at: datetime | Keep | None =
     if not isinstance(scheduled_at, Keep):
         post.scheduled_at = scheduled_at
     post.save(update_fields=POST_STATE_FIELDS)
+    moved([post.pk])
 
 
 def posts_put(
@@ -68,20 +70,22 @@ def posts_put(
     values = state_values(status, at=now) | {"updated_at": now}
     if not isinstance(scheduled_at, Keep):
         values["scheduled_at"] = scheduled_at
-    return Post.objects.filter(pk__in=list(post_ids)).update(**values)
+    written = Post.objects.filter(pk__in=list(post_ids)).update(**values)
+    moved(post_ids)
+    return written
 
 
 def posts_hand_over(*, post_ids: Sequence[int], now: datetime) -> int:
     """Hand posts of `api` channels to the external system in bulk: `publishing_pending`, each with
     its API publication record (a post that was in the workflow before keeps its record, reset)."""
-    moved = posts_put(post_ids=post_ids, status=PublicationStatus.PUBLISHING_PENDING, now=now)
+    handed = posts_put(post_ids=post_ids, status=PublicationStatus.PUBLISHING_PENDING, now=now)
     ApiPublication.objects.bulk_create(
         [ApiPublication(post_id=post_id, created_at=now) for post_id in post_ids],
         update_conflicts=True,
         unique_fields=["post"],
         update_fields=["confirmed_at", "external_id", "external_url"],
     )
-    return moved
+    return handed
 
 
 def locked_post_or_none(post_id: int) -> Post | None:

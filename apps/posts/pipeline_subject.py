@@ -11,6 +11,7 @@ from apps.core.destinations import Document
 from apps.posts.events import PostEvent
 from apps.posts.lifecycle import emit, locked_post_or_none, put_state
 from apps.posts.models import Post, PublicationStatus
+from apps.posts.outcomes import moved
 from apps.posts.serializers import document, post_webhook_data, publication_webhook_data
 from apps.publishing.models import JobAction, PublicationJob
 from apps.webhooks.services import event_emit
@@ -60,6 +61,8 @@ def post_publication_failed(*, job: PublicationJob) -> None:
         "publication": publication_webhook_data(job),
     }
     event_emit(account=channel.account, kind=PostEvent.FAILED, data=data, post_id=job.post_id)
+    if post is not None:
+        moved([post.pk])
 
 
 class PostSubject:

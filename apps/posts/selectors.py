@@ -53,10 +53,14 @@ MEDIA_COLUMNS: Final = ("id", "medium", "kind", "url", "alt_text", "width", "hei
 # The full post (webhooks' `data.post`): the list form's columns, the body, the SEO texts and the
 # external references, with its channel, tags and media.
 CONTENT_COLUMNS: Final = Columns(
-    (*LIST_COLUMNS, "body", "published_at", "meta_title", "meta_description", "external_id", "external_url"),
+    (*LIST_COLUMNS, "body", "published_at", "meta_title", "meta_description", "external_id", "external_url", "story"),
     TAG_COLUMNS,
     MEDIA_COLUMNS,
 )
+# Columns read through a relation: the story a post belongs to is its link's (apps/stories, above
+# this app, links its posts; the name is all this app knows of it), rendered as `{"id": ...}`.
+SOURCES: Final = {"story": "story_link__story_id"}
+REFERENCES: Final = frozenset({"story"})
 # The single-post form (the API's GET, the writes' answers, the change feed): the full post and its
 # planned time; post_details adds what it computes for each row (DETAIL_COMPUTED).
 DETAIL_COLUMNS: Final = Columns((*CONTENT_COLUMNS.own, "scheduled_at"), TAG_COLUMNS, MEDIA_COLUMNS)
@@ -156,9 +160,12 @@ def post_rows(posts: QuerySet, columns: Columns, *, channels: dict | None = None
     Channels that `channels` lacks are read with their account and added to it, so a caller
     rendering many batches reads each channel once.
     """
-    values = list(posts.order_by("id").values_list("channel_id", *columns.own))
+    values = list(posts.order_by("id").values_list("channel_id", *(SOURCES.get(name, name) for name in columns.own)))
     if not values:
         return []
+    references = [position for position, name in enumerate(columns.own, start=1) if name in REFERENCES]
+    if references:
+        values = [_as_references(row, references) for row in values]
     channels = {} if channels is None else channels
     missing = {channel_id for channel_id, *_ in values} - channels.keys()
     if missing:
@@ -173,6 +180,15 @@ def post_rows(posts: QuerySet, columns: Columns, *, channels: dict | None = None
         make((*fields, channels[channel_id], tags.get(pk, []), media.get(pk, [])))
         for (channel_id, *fields), pk in zip(values, ids, strict=True)
     ]
+
+
+def _as_references(row: tuple, positions: list[int]) -> tuple:
+    """The row with the ids at `positions` as references (a row with `id`, or None)."""
+    row = list(row)
+    reference = row_type(("id",))._make
+    for position in positions:
+        row[position] = None if row[position] is None else reference((row[position],))
+    return tuple(row)
 
 
 def post_details(posts: QuerySet, *, channels: dict | None = None) -> list:

@@ -42,6 +42,10 @@ class MediaSerializer(ResponseSerializer):
     height = serializers.IntegerField(allow_null=True, help_text="Pixels; null when not known.")
 
 
+class StoryRefSerializer(ResponseSerializer):
+    id = serializers.IntegerField(help_text="The story's id (/v1/stories/{id}).")
+
+
 class PostListItemSerializer(ResponseSerializer):
     """The list form (no `body`)."""
 
@@ -72,6 +76,10 @@ class PostContentSerializer(PostListItemSerializer):
     )
     external_url = serializers.CharField(
         allow_null=True, help_text="Set by the publish call on `api` channels; null otherwise."
+    )
+    story = StoryRefSerializer(
+        allow_null=True,
+        help_text="The story the post is its channel's post of (/v1/stories); null for a post of its own.",
     )
 
 
@@ -140,6 +148,8 @@ class PostWorkflowResultSerializer(PostContentSerializer):
     `id`, `title` and `platform`."""
 
     channel = ChannelRefSerializer()
+    # The spec's publish and unpublish answers: the post's own fields (its story is in its single form).
+    story = None
 
 
 def publication_webhook_data(job) -> dict:

@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "apps.publishing.git",
     "apps.publishing.linkedin",
     "apps.publishing.newsletter",
+    "apps.stories",
     "apps.blog",
     "apps.demo",
 ]

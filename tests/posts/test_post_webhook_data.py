@@ -25,7 +25,8 @@ SPEC_FIELDS = {
     "channel",
 }
 # The spec's "full post at the time of the event" also holds the external references.
-FIELDS = SPEC_FIELDS | {"external_id", "external_url"}
+# And the story it is its channel's post of (null for a post of its own).
+FIELDS = SPEC_FIELDS | {"external_id", "external_url", "story"}
 
 
 def test_webhook_post_has_exactly_the_specs_fields():

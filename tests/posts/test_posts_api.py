@@ -29,6 +29,7 @@ DETAIL_FIELDS = LIST_FIELDS | {
     "meta_description",
     "external_id",
     "external_url",
+    "story",
     "url",
     "publication",
     "scheduled_at",

@@ -8,6 +8,7 @@ from apps.core.events import describe_envelope, describe_payloads, envelope, eve
 from apps.posts.event_payloads import PostFailedEventDataSerializer
 from apps.posts.events import PostEvent
 from apps.publishing.newsletter.events import SubscriberEvent
+from apps.stories.events import StoryEvent
 from apps.users.events import UserEvent
 from apps.webhooks.event_payloads import delivery_headers
 from apps.webhooks.events import WebhookEvent
@@ -16,7 +17,7 @@ from apps.webhooks.serializers import EventAccountSerializer
 
 
 def test_every_app_declared_event_is_known_to_the_webhooks_app_in_a_fixed_order():
-    declared = [*PostEvent.values, *SubscriberEvent.values, *UserEvent.values, *WebhookEvent.values]
+    declared = [*PostEvent.values, *StoryEvent.values, *SubscriberEvent.values, *UserEvent.values, *WebhookEvent.values]
     assert [event.name for event in event_types()] == declared
     assert EventKind.values == declared
     assert Event._meta.get_field("kind").choices == EventKind.choices
