@@ -11,6 +11,7 @@ v1 = [
     path("", include("apps.channels.urls")),
     path("", include("apps.posts.urls")),
     path("", include("apps.media.urls")),
+    path("", include("apps.stories.urls")),
     # Each destination kind's own endpoints (the registry, apps/core/destinations.py).
     *(path("", include(kind.api_urls)) for kind in kinds() if kind.api_urls),
     path("", include("apps.users.urls")),
@@ -28,6 +29,8 @@ urlpatterns = [
     path("", include("apps.users.web_urls")),
     # Uploaded images, where the web process serves them (the embedded default).
     path("", include("apps.media.web_urls")),
+    # The calendar feeds of the schedule (a calendar app reads them with a secret address).
+    path("", include("apps.stories.web_urls")),
     # The blog channels' public site (and the Settings area's previews).
     path("", include("apps.blog.urls")),
     # Each destination kind's addresses at the root, after the blog's so that none hides a page of

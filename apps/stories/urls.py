@@ -1,0 +1,3 @@
+"""The stories app's /v1 endpoints (included from config/urls.py)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""The stories app's addresses at the root (included from config/urls.py)."""
+
+urlpatterns: list = []
