@@ -15,6 +15,7 @@ from dulwich.repo import Repo
 from apps.accounts.models import Account
 from apps.channels.models import Channel, Platform, Team
 from apps.demo.pictures import demo_cover
+from apps.demo.stories import seed_stories
 from apps.posts.api_workflow import post_mark_publishing_pending, post_publish
 from apps.posts.editor_status import post_set_status
 from apps.posts.lifecycle import posts_put
@@ -184,8 +185,8 @@ def _seed_api_channel(channel: Channel, tags: dict[str, Tag]) -> dict[str, int]:
 
 def seed_content(account: Account) -> dict:
     """Teams, one channel per platform (one without a team), posts in every status of every
-    platform, 120+ posts on the blog, the `api` workflow cases, tags and media, and the
-    newsletter's confirmed subscribers."""
+    platform, 120+ posts on the blog, the `api` workflow cases, tags and media, the
+    newsletter's confirmed subscribers, and stories (apps/demo/stories.py)."""
     teams = {name: Team.objects.get_or_create(account=account, name=name)[0] for name in TEAMS}
     tags = {name: Tag.objects.get_or_create(account=account, name=name)[0] for name in TAGS}
     channels = {}
@@ -207,6 +208,7 @@ def seed_content(account: Account) -> dict:
     return {
         "channels": {label: channel.pk for label, channel in channels.items()},
         "posts": api_posts,
+        "stories": seed_stories(account, channels),
         "git_repository": repository,
         "blog_url": channels["blog"].public_url(),
         "newsletter_url": channels["newsletter"].public_url(),

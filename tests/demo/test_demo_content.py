@@ -146,3 +146,27 @@ def test_seeding_again_adds_no_subscriber_twice(seeded):
     before = Subscriber.objects.count()
     seed()
     assert Subscriber.objects.count() == before
+
+
+def test_each_account_has_a_story_on_every_channel_one_planned_and_one_undated_draft(seeded):
+    from apps.stories.selectors import story_get
+
+    for account in seeded["accounts"]:
+        stories = {label: story_get(account_id=account["id"], story_id=pk) for label, pk in account["stories"].items()}
+        launch = stories["scheduled"]
+        assert {destination.channel.pk for destination in launch.destinations} == set(account["channels"].values())
+        assert launch.state == "scheduled"
+        by_platform = {destination.channel.platform: destination for destination in launch.destinations}
+        assert by_platform["newsletter"].title == "Spring release: your monthly letter"
+        assert by_platform["blog"].title == launch.title
+        assert stories["planned"].planned_for is not None and stories["planned"].state == "draft"
+        assert (stories["undated"].planned_for, stories["undated"].scheduled_at) == (None, None)
+
+
+def test_seeding_again_adds_no_story():
+    from apps.stories.models import Story
+
+    seed()
+    count = Story.objects.count()
+    seed()
+    assert Story.objects.count() == count
