@@ -180,6 +180,15 @@ def story_create(
 
 
 def _locked_story(account_id: int, story_id: int) -> Story:
+    """The account's story, its row locked, and its posts' rows before it, in id order: the posts'
+    outcomes (a job confirmed, the content plan's batch) lock a post and then its story
+    (announcements.py), so taking them in the same order means neither waits for the other while
+    holding what the other waits for."""
+    post_ids = list(
+        StoryPost.objects.filter(story_id=story_id, story__account_id=account_id).values_list("post_id", flat=True)
+    )
+    if post_ids:
+        list(Post.objects.select_for_update(of=("self",)).filter(pk__in=post_ids).order_by("id").values_list("id"))
     story = Story.objects.select_for_update().filter(pk=story_id, account_id=account_id).first()
     if story is None:
         raise NotFound(STORY_NOT_FOUND)
