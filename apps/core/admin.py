@@ -47,6 +47,23 @@ class PageState:
     shown_once: str | None = None
 
 
+class ShownOnce:
+    """A secret for a page to show: written out in full where the template puts it, but never in a
+    repr, which is what reaches logs (the template engine logs a failed variable lookup, at DEBUG,
+    with the whole context)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def __str__(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<secret, shown once>"
+
+
 PAGE_STATE = "settings_area_page_state"
 
 

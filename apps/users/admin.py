@@ -12,6 +12,7 @@ from apps.accounts.models import ALL_SCOPES
 from apps.core.admin import (
     DomainErrorsAsMessages,
     SettingsModelAdmin,
+    ShownOnce,
     also_read_only,
     page_state,
     page_url,
@@ -183,23 +184,6 @@ class ApiKeyForm(forms.ModelForm):
         if account and user and user.account_id != account.id:
             self.add_error("user", "The key's user must belong to the key's account.")
         return cleaned
-
-
-class ShownOnce:
-    """A secret for a page to show: written out in full where the template puts it, but never in a
-    repr, which is what reaches logs (the template engine logs a failed variable lookup, at DEBUG,
-    with the whole context)."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def __str__(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "<secret, shown once>"
 
 
 @admin.register(ApiKey)
