@@ -100,3 +100,18 @@ class StoryPost(models.Model):
 
     def __str__(self) -> str:
         return f"Post {self.post_id} of story {self.story_id}"
+
+
+class CalendarFeed(models.Model):
+    """A user's iCalendar feed of their account's schedule: a secret address a calendar app reads
+    without signing in (apps/stories/feeds.py). The secret is the credential, so only its digest is
+    stored, as an API key's is; the address is shown once, when made. Revoking deletes the row."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="calendar_feed")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # When the current secret was made (a replacement makes a new one).
+    created_at = models.DateTimeField(editable=False)
+    last_read_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return f"Calendar feed of {self.user_id}"
