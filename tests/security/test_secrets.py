@@ -1,5 +1,5 @@
-"""API keys, SSO tokens and webhook signing secrets never reach a log line, and no API response shows
-them after the one that created them.
+"""API keys, SSO tokens, webhook signing secrets and calendar feeds' addresses never reach a log line,
+and no response shows them after the one that created them.
 
 All logging is captured (every logger, every level) while requests create and use each secret, including
 the failures around them, and every record is written out with each of the service's formatters (plain
@@ -14,10 +14,11 @@ from django.conf import settings
 from django.test import Client
 from pythonjsonlogger.json import JsonFormatter
 
+from apps.stories.models import CalendarFeed
 from apps.users.models import ApiKey, SsoToken
 from apps.webhooks.models import Delivery, WebhookEndpoint
 from apps.webhooks.services import delivery_attempt
-from tests.conftest import free_port
+from tests.conftest import admin_session, free_port
 from tests.factories import (
     AccountFactory,
     AdminUserFactory,
@@ -177,6 +178,27 @@ def test_sso_tokens_never_appear_in_logs_or_later_responses(logs, world, admin_c
     later.append(admin_client.get(f"/admin/accounts/ssotoken/{token.pk}/change/"))
 
     secrets = [*secret_forms(raw), token.token_hash]
+    assert_nowhere(secrets, logs(), "the logs")
+    for response in later:
+        assert_nowhere(secrets, as_text(response), f"a response ({response.status_code})")
+
+
+def test_calendar_feed_addresses_never_appear_in_logs_or_later_responses(logs, world):
+    session = admin_session(world["admin"])
+    feed_address = re.compile(r'/calendar/([\w-]+)\.ics"')
+    raw = feed_address.search(session.post("/admin/calendar-feed/", {"action": "create"}).content.decode()).group(1)
+    feed = CalendarFeed.objects.get(user=world["admin"])
+
+    later = [Client().get(f"/calendar/{raw}.ics")]
+    assert later[0].status_code == 200
+    later.append(Client().get(f"/calendar/{raw[:-1]}.ics"))  # unknown: 404
+    later.append(session.get("/admin/calendar-feed/"))
+    replaced = session.post("/admin/calendar-feed/", {"action": "replace"})
+    assert feed_address.search(replaced.content.decode()).group(1) != raw
+    later.append(Client().get(f"/calendar/{raw}.ics"))  # replaced: 404
+    assert later[-1].status_code == 404
+
+    secrets = [raw, feed.token_hash]
     assert_nowhere(secrets, logs(), "the logs")
     for response in later:
         assert_nowhere(secrets, as_text(response), f"a response ({response.status_code})")
