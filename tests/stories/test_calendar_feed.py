@@ -34,6 +34,7 @@ from tests.factories import (
     GitDestinationFactory,
     OperatorFactory,
     PostFactory,
+    PublicationJobFactory,
     UserFactory,
 )
 
@@ -169,6 +170,17 @@ def test_published_items_are_on_it_at_their_time_and_the_window_bounds_it(accoun
     assert event.decoded("DTSTART") == story_post.published_at.astimezone(UTC).replace(microsecond=0)
     assert str(event["STATUS"]) == "CONFIRMED"
     assert "- Blog: Published, http" in str(event["DESCRIPTION"])
+
+
+def test_a_destination_that_failed_for_good_says_so(account, member):
+    git = GitDestinationFactory(channel__account=account, channel__title="Docs").channel
+    post = PostFactory(channel=git, publication_status="scheduled", scheduled_at=timezone.now() - timedelta(hours=1))
+    PublicationJobFactory(channel=git, post_id=post.pk, state="failed", last_error="push refused")
+    _, raw = calendar_feed_create(user=member)
+
+    event = events_of(read(raw))[uid("post", post.pk)]
+
+    assert "- Docs: Failed" in str(event["DESCRIPTION"])
 
 
 def test_another_accounts_stories_and_posts_are_not_in_the_feed(account, member, blog):
