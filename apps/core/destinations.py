@@ -209,6 +209,9 @@ class DestinationKind:
     admin: str = ""
     # What each user permission allows on the kind's models (apps/settings_area/access.py merges it).
     access: Mapping[str, Allows] = field(default_factory=dict)
+    # A post's fields in the destination's own words, where they differ from the plain ones
+    # ({"teaser": "Preview line"}): what a story's page calls a channel's overrides.
+    field_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 class Recipients(NamedTuple):

@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.urls import path, reverse
+from django.utils.html import format_html
 
 from apps.channels.models import Platform
 from apps.core.admin import (
@@ -154,6 +155,7 @@ class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
         "external_url",
         "created_at",
         "updated_at",
+        "part_of_story",
     )
     fieldsets = (
         (None, {"fields": ("channel", "title", "slug", "teaser", "body", "tags")}),
@@ -214,11 +216,23 @@ class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
         return page_url(obj, latest_publications([obj.pk]).get(obj.pk) if destined else None)
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        # The preview page is for the members of the post's account (an operator belongs to none).
-        channel = obj.channel if obj is not None else None
-        if channel is not None and channel.platform == Platform.BLOG and channel.account_id == request.user.account_id:
-            context["preview_url"] = reverse("blog:preview", kwargs={"post_id": obj.pk})
+        if obj is not None:
+            context["preview_url"] = blog_preview_url(obj.channel, obj.pk, request.user.account_id)
         return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or getattr(obj, "story_link", None) is None:
+            return fieldsets
+        (name, options), *rest = fieldsets
+        return [(name, {**options, "fields": ["part_of_story", *options["fields"]]}), *rest]
+
+    @admin.display(description="part of story")
+    def part_of_story(self, obj: Post) -> str:
+        """The story the post is one channel's part of (its text and status are the story's to change)."""
+        story = obj.story_link.story
+        url = reverse("admin:stories_story_change", args=[story.pk], current_app=self.admin_site.name)
+        return format_html('Part of story <a href="{}">{}</a>', url, story.title)
 
     @admin.display(description="as it will be posted")
     def as_posted(self, obj: Post) -> str:
@@ -318,6 +332,14 @@ class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
     @admin.action(description="Unpublish to draft (as the unpublish endpoint; api channels)", permissions=["publish"])
     def unpublish(self, request, queryset):
         self._run_on_selected(request, queryset, _as_the_endpoint(post_unpublish), "unpublished")
+
+
+def blog_preview_url(channel, post_id: int, viewer_account_id: int | None) -> str | None:
+    """The preview page of a blog's post as its readers will see it, whatever its status: for the
+    members of its account only (an operator belongs to none)."""
+    if channel.platform == Platform.BLOG and channel.account_id == viewer_account_id:
+        return reverse("blog:preview", kwargs={"post_id": post_id})
+    return None
 
 
 def _quoted_title(post: Post) -> str:

@@ -3,7 +3,7 @@
 A user's `permissions` decide what they may do there; their role only gives the defaults
 (ROLE_DEFAULT_PERMISSIONS) and decides whether they enter at all (User.admin_area). Each
 permission maps Django's model permissions ("app_label.model") to the actions it allows: view,
-add, change, delete, and `publish` on posts (publish, schedule and unpublish: the status fields,
+add, change, delete, and `publish` on posts and stories (publish, schedule and unpublish: the status fields,
 "Publish now" and the publication actions). A model missing here is out of an account user's
 reach, so a model registered later stays hidden until it is placed in this table on purpose.
 
@@ -34,6 +34,7 @@ PERMISSION_ALLOWS: dict[str, dict[str, frozenset[str]]] = {
         "posts.apipublication": VIEW,
         "publishing.publicationjob": VIEW,
         "media.medium": VIEW,
+        "stories.story": VIEW,
         **_POSTS_CHANNELS,
     },
     "articles.write": {
@@ -44,6 +45,8 @@ PERMISSION_ALLOWS: dict[str, dict[str, frozenset[str]]] = {
         "posts.apipublication": VIEW,
         # The media library: upload, alt text and deletion, as the API's write:media asks of a key's owner.
         "media.medium": ALL,
+        # A story's channels and overrides are its content; its status is articles.publish's.
+        "stories.story": frozenset({"view", "add", "change"}),
         **_POSTS_CHANNELS,
     },
     "articles.publish": {
@@ -52,9 +55,15 @@ PERMISSION_ALLOWS: dict[str, dict[str, frozenset[str]]] = {
         "posts.post": frozenset({"view", "publish"}),
         # Jobs are written by the pipeline only; "change" is the "Retry now" of a failed one.
         "publishing.publicationjob": frozenset({"view", "change"}),
+        # A story's status and schedule, and its "Retry failed".
+        "stories.story": frozenset({"view", "publish"}),
         **_POSTS_CHANNELS,
     },
-    "articles.delete": {"posts.post": frozenset({"view", "delete"}), **_POSTS_CHANNELS},
+    "articles.delete": {
+        "posts.post": frozenset({"view", "delete"}),
+        "stories.story": frozenset({"view", "delete"}),
+        **_POSTS_CHANNELS,
+    },
     "users.read": {"users.user": VIEW},
     "users.write": {"users.user": frozenset({"view", "add", "change"})},
     "users.delete": {"users.user": frozenset({"view", "delete"})},

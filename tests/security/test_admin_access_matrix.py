@@ -27,6 +27,7 @@ from apps.core import crypto
 from apps.core.scoping import account_path
 from apps.publishing.linkedin.models import LinkedInConnection
 from apps.publishing.newsletter.models import Edition, Newsletter, Suppression, email_hash
+from apps.stories.models import Story
 from apps.users.models import Role, Status
 from apps.webhooks import services as webhook_services
 from apps.webhooks.models import Attempt, Delivery, Event
@@ -63,6 +64,7 @@ AREA = {
     "channels.channel": {"admin": ALL, "editor": "view"},
     # An editor's default permissions (articles read, write, publish) do not delete posts.
     "posts.post": {"admin": ALL, "editor": "view add change"},
+    "stories.story": {"admin": ALL, "editor": "view add change"},
     "posts.tag": {"admin": ALL, "editor": ALL},
     # The media library: whoever writes posts uploads, describes and deletes (articles.write).
     "media.medium": {"admin": ALL, "editor": ALL},
@@ -169,6 +171,7 @@ def build_side(tag: str) -> Side:
     edition = Edition.objects.create(
         post_id=post.pk, channel=letter, job_id=job.pk, subject=f"{tag} Edition Subject", html="<p>x</p>", text="x"
     )
+    story = Story.objects.create(account=account, title=f"{tag} Story Title")
     side = Side(account=account, admin=users[Role.ADMIN], editor=users[Role.EDITOR], viewer=users[Role.VIEWER])
     side.objects = {
         "accounts.account": account,
@@ -189,6 +192,7 @@ def build_side(tag: str) -> Side:
         "publishing_newsletter.subscriber": reader,
         "publishing_newsletter.suppression": suppression,
         "publishing_newsletter.edition": edition,
+        "stories.story": story,
     }
     side.secrets = [
         account.name,
@@ -228,6 +232,7 @@ def build_side(tag: str) -> Side:
         suppression.email_hash,
         suppression.detail,
         edition.subject,
+        story.title,
     ]
     # Each side's admin has changed its own post: the admin log must keep that to their account.
     LogEntry.objects.create(

@@ -263,4 +263,6 @@ KIND = DestinationKind(
     admin="apps.publishing.linkedin.admin",
     # Where a channel publishes, with its credentials: the account's settings.
     access={"system.settings": {"publishing_linkedin.linkedinconnection": EVERY_ACTION}},
+    # The commentary carries the teaser instead of the body (commentary.py).
+    field_labels={"teaser": "Commentary (posted instead of the body)"},
 )

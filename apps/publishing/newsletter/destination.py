@@ -44,4 +44,6 @@ KIND = DestinationKind(
     },
     api_urls="apps.publishing.newsletter.urls",
     urls="apps.publishing.newsletter.web_urls",
+    # An edition's subject is the post's title, its inbox preview line the teaser (message.py).
+    field_labels={"title": "Subject", "teaser": "Preview line"},
 )
