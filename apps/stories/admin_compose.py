@@ -107,10 +107,11 @@ class StoryForm(forms.ModelForm):
             for name, field in zip(OVERRIDABLE, fields, strict=True):
                 field.field.widget.attrs.update({"placeholder": self._value(name), "data-falls-back-to": name})
             texts = {name: self._value(override_name(channel.pk, name)) or self._value(name) for name in OVERRIDABLE}
+            kind = kind_for(channel.platform)
             found.append(
                 {
                     "channel": channel,
-                    "label": kind_for(channel.platform).label if kind_for(channel.platform) else None,
+                    "label": kind.label if kind is not None else None,
                     "fields": fields,
                     "preview": channel_preview(
                         channel, story_id, texts, viewer_account_id=self.composer.user.account_id
