@@ -14,10 +14,15 @@ from tests.factories import ChannelFactory
 from tests.publishing.linkedin_fake import FakeLinkedIn
 
 
-@pytest.fixture(autouse=True)
-def _local_repositories(settings, tmp_path):
+def allow_local_repositories(settings, tmp_path: Path) -> None:
+    """Git channels may push to repositories on this machine (the tests' bare ones), cloned under tmp_path."""
     settings.GIT_ALLOW_LOCAL_REPOSITORIES = True
     settings.GIT_CACHE_DIR = tmp_path / "git-cache"
+
+
+@pytest.fixture(autouse=True)
+def _local_repositories(settings, tmp_path):
+    allow_local_repositories(settings, tmp_path)
     settings.PUBLISH_RETRY_DELAYS = [60, 300, 1800, 7200]
 
 
@@ -34,17 +39,23 @@ def bare_repo(tmp_path) -> Path:
     return make_bare_repository(tmp_path / "site.git")
 
 
-@pytest.fixture
-def git_channel(db, bare_repo):
-    """A git channel set up to commit to `bare_repo` (branch main, the default path template)."""
-    channel = ChannelFactory(platform="git")
+def git_channel_to(repository: Path, **fields):
+    """A git channel (made with `fields`) set up to commit to `repository` (branch main, the default
+    path template)."""
+    channel = ChannelFactory(platform="git", **fields)
     git_destination_save(
         channel=channel,
         settings=GitSettings(
-            repository_url=str(bare_repo), author_name="Pat Publisher", author_email="pat@example.com"
+            repository_url=str(repository), author_name="Pat Publisher", author_email="pat@example.com"
         ),
     )
     return channel
+
+
+@pytest.fixture
+def git_channel(db, bare_repo):
+    """A git channel set up to commit to `bare_repo`."""
+    return git_channel_to(bare_repo)
 
 
 def head(path: Path, branch: str = "main") -> bytes | None:
