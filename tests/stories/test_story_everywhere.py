@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from apps.channels.models import Channel
 from apps.posts.content_plan import content_plan_run
@@ -30,8 +31,9 @@ from tests.publishing.conftest import (
     history,
     make_bare_repository,
 )
-from tests.publishing.linkedin_fake import little_text
+from tests.publishing.linkedin_fake import FakeLinkedIn, little_text
 from tests.publishing.newsletter.conftest import subscribe
+from tests.publishing.newsletter.smtp_server import SmtpServer
 
 pytestmark = pytest.mark.django_db
 
@@ -61,9 +63,9 @@ class Destinations:
     newsletter: Channel
     api: Channel
     repository: Path
-    fake_linkedin: object
-    smtp: object
-    api_client: object
+    fake_linkedin: FakeLinkedIn
+    smtp: SmtpServer
+    api_client: APIClient
 
     def channels(self) -> list[Channel]:
         return [self.blog, self.git, self.linkedin, self.newsletter, self.api]
