@@ -295,6 +295,10 @@ class Subject(Protocol):
     def failed(self, *, job) -> None:
         """The job failed for good (called in the transaction that records it)."""
 
+    def links(self, *, job) -> list[tuple[str, str]]:
+        """The Settings area's pages of what the job publishes, for a notice about it: (what the
+        page is, its path), e.g. the post's and the story's it belongs to; none once it is deleted."""
+
 
 _subject: list[Subject] = []
 

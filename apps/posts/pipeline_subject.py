@@ -2,8 +2,10 @@
 a job's outcome does to its post (called by the pipeline in the transaction that records the
 outcome). Registered with the pipeline as its `Subject` by PostsConfig.ready()."""
 
+from contextlib import suppress
 from datetime import datetime
 
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from apps.channels.models import Platform
@@ -12,6 +14,7 @@ from apps.posts.events import PostEvent
 from apps.posts.lifecycle import emit, locked_post_or_none, put_state
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.outcomes import moved
+from apps.posts.selectors import SOURCES
 from apps.posts.serializers import document, post_webhook_data, publication_webhook_data
 from apps.publishing.models import JobAction, PublicationJob
 from apps.webhooks.services import event_emit
@@ -65,6 +68,20 @@ def post_publication_failed(*, job: PublicationJob) -> None:
         moved([post.pk])
 
 
+def post_links(post_id: int) -> list[tuple[str, str]]:
+    """The Settings area's page of the post and, for a story's post, of its story: (label, path)."""
+    row = Post.objects.filter(pk=post_id).values_list(SOURCES["story"]).first()
+    if row is None:
+        return []
+    [story_id] = row
+    links = [("The post", reverse("admin:posts_post_change", args=[post_id]))]
+    if story_id is not None:
+        # A Settings area without the stories' pages (apps/stories/admin.py): the post's page is enough.
+        with suppress(NoReverseMatch):
+            links.append(("The story", reverse("admin:stories_story_change", args=[story_id])))
+    return links
+
+
 class PostSubject:
     def document(self, *, post_id: int, action: str, published_at: datetime | None) -> Document | None:
         post = Post.objects.select_related("channel").filter(pk=post_id).first()
@@ -77,3 +94,6 @@ class PostSubject:
 
     def failed(self, *, job) -> None:
         post_publication_failed(job=job)
+
+    def links(self, *, job) -> list[tuple[str, str]]:
+        return post_links(job.post_id)

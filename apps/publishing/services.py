@@ -17,6 +17,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.channels.models import Channel
@@ -337,6 +338,13 @@ def job_retry_now(*, job: PublicationJob) -> PublicationJob:
     return job
 
 
+def _failure_links(job: PublicationJob) -> list[tuple[str, str]]:
+    """Where an admin fixes what failed: the pages of the post (and its story), then its channel's."""
+    channel = ("The channel", reverse("admin:channels_channel_change", args=[job.channel_id]))
+    pages = [*subject().links(job=job), channel]
+    return [(label, f"{settings.SITE_URL}{path}") for label, path in pages]
+
+
 def _tell_admins_failed(job_id: int) -> None:
     job = PublicationJob.objects.select_related("channel__account").filter(pk=job_id).first()
     if job is None:
@@ -344,6 +352,6 @@ def _tell_admins_failed(job_id: int) -> None:
     tell_account_admins(
         account=job.channel.account,
         template="publishing/job_failed_email",
-        context={"job": job},
+        context={"job": job, "links": _failure_links(job)},
         page=("admin:publishing_publicationjob_change", job.pk),
     )
