@@ -2,10 +2,9 @@
 a job's outcome does to its post (called by the pipeline in the transaction that records the
 outcome). Registered with the pipeline as its `Subject` by PostsConfig.ready()."""
 
-from contextlib import suppress
 from datetime import datetime
 
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.channels.models import Platform
@@ -76,9 +75,7 @@ def post_links(post_id: int) -> list[tuple[str, str]]:
     [story_id] = row
     links = [("The post", reverse("admin:posts_post_change", args=[post_id]))]
     if story_id is not None:
-        # A Settings area without the stories' pages (apps/stories/admin.py): the post's page is enough.
-        with suppress(NoReverseMatch):
-            links.append(("The story", reverse("admin:stories_story_change", args=[story_id])))
+        links.append(("The story", reverse("admin:stories_story_change", args=[story_id])))
     return links
 
 
