@@ -26,6 +26,7 @@ from apps.core.admin import page_state
 from apps.core.admin_scoping import AccountScopedAdmin
 from apps.core.scoping import account_path
 from apps.settings_area import views
+from apps.stories.admin_calendar import calendar_urls
 from apps.stories.admin_feed import feed_urls
 from apps.users.models import AREA_ROLES, OPERATOR, LoginMethod, Role, default_permissions_for
 from apps.users.services import user_record_login
@@ -130,6 +131,7 @@ class ServiceAdminSite(admin.AdminSite):
     def get_urls(self):
         return [
             path("confirm-password/", self.admin_view(self.confirm_password), name="confirm_password"),
+            *calendar_urls(self),
             *feed_urls(self),
             *super().get_urls(),
         ]
