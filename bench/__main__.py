@@ -9,7 +9,8 @@ filesystem broker) while editors save in the admin (bench/embedded.py), a newsle
 the API's creates and edits against plain-Django inserts and updates, with what If-Match and
 Idempotency-Key cost (bench/writes.py), and the change feed's pages in a channel of 1,000,000 posts
 against one of 1,000 (bench/feed.py), and a 5 MB photograph uploaded through the web process against
-a plain Pillow open -> strip -> save, its copies made, and a stored image served (bench/media.py).
+a plain Pillow open -> strip -> save, its copies made, and a stored image served (bench/media.py), and the
+Settings area's calendar with 2,000 items in a month (bench/calendar.py).
 
 Sets up its own PostgreSQL database (BENCH_DATABASE, default cps_bench, created when missing) and
 Redis db 7 with the Celery queue `cps-bench`, so nothing else on the machine is disturbed; starts
@@ -18,7 +19,8 @@ process groups) whatever happens. Prints the results table and writes it to benc
 (a run of the publishing or the blog part alone replaces only its section there). Logs of the started
 processes are in bench/.work/.
 
-    python -m bench [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded,newsletter,writes,feed,media]
+    python -m bench [--only api,webhooks,plan,isolation,scale,publishing,blog,embedded,newsletter,writes,feed,media,
+                            calendar]
                     [--duration 20] [--media-uploads 20] [--newsletter-subscribers 100000]
                     [--scale-sizes 1000,20000] [--publishing-posts 1000] [--blog-sizes 100,2000]
                     [--feed-sizes 1000,20000]
@@ -40,7 +42,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench import api, blog, embedded, feed, isolation, media, newsletter, plan, publishing, scale, webhooks, writes
+from bench import (
+    api,
+    blog,
+    calendar,
+    embedded,
+    feed,
+    isolation,
+    media,
+    newsletter,
+    plan,
+    publishing,
+    scale,
+    webhooks,
+    writes,
+)
 from bench.api_report import api_section
 from bench.blog_report import blog_section
 from bench.common import (
@@ -123,6 +139,7 @@ PARTS = {
         lambda args, wrk_bin: media.bench_media(wrk_bin, args.duration, args.media_uploads),
         media.media_section,
     ),
+    "calendar": Part("calendar", lambda *_: calendar.bench_calendar(), calendar.calendar_section),
 }
 
 
@@ -240,6 +257,8 @@ def write_results(text: str, args: argparse.Namespace, parser: argparse.Argument
         write_section(_alone(feed.feed_section(results["feed"]), "feed", info), "change feed")
     elif parts == {"media"} and _at_defaults(args, parser, "duration", "media_uploads"):
         write_section(_alone(media.media_section(results["media"]), "media", info), "media")
+    elif parts == {"calendar"}:
+        write_section(_alone(calendar.calendar_section(results["calendar"]), "calendar", info), "calendar")
 
 
 def main() -> int:

@@ -18,8 +18,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect, JsonResponse, QueryDict
+from django.middleware.csrf import get_token
 from django.template.response import TemplateResponse
-from django.urls import NoReverseMatch, path, reverse
+from django.urls import path, reverse
 from django.utils import timezone
 
 from apps.channels.models import Channel, Team
@@ -42,11 +43,11 @@ from apps.stories.calendar import (
     range_of,
     undated_drafts,
 )
+from apps.stories.calendar_cards import Cards
 from apps.users.models import Permission
 
 MONTH, WEEK = "month", "week"
 NO_ACCOUNT = "The calendar shows one account's schedule; an operator belongs to no account."
-STATE_SYMBOLS = {"draft": "○", "scheduled": "◷", "publishing": "…", "published": "✓", "failed": "✗"}
 
 
 @dataclass(frozen=True)
@@ -107,35 +108,6 @@ def _zone_text(zone: ZoneInfo) -> str:
     return f"{zone.key} ({now.tzname()}, UTC{offset[:3]}:{offset[3:]} now)"
 
 
-def _change_url(admin_site, item: CalendarItem) -> str | None:
-    app, model = ("stories", "story") if item.kind == "story" else ("posts", "post")
-    try:
-        return reverse(f"admin:{app}_{model}_change", args=[item.id], current_app=admin_site.name)
-    except NoReverseMatch:
-        return None
-
-
-def _card(admin_site, item: CalendarItem, viewer: Viewer) -> dict:
-    local = item.at.astimezone(viewer.zone) if item.at is not None else None
-    return {
-        "key": item.key,
-        "title": item.title,
-        "timing": item.timing,
-        "timing_label": TIMING_LABELS[item.timing],
-        "state": item.state,
-        "state_label": STATES[item.state],
-        "time": f"{local:%H:%M}" if local else "",
-        "date": local.date().isoformat() if local else "",
-        "to": f"{local:%Y-%m-%dT%H:%M}" if local else "",
-        "markers": [
-            {**vars(marker), "symbol": STATE_SYMBOLS.get(marker.state, "•"), "label": STATES[marker.state]}
-            for marker in item.markers
-        ],
-        "may_move": bool(item.move_needs) and item.move_needs in viewer.permissions,
-        "url": _change_url(admin_site, item),
-    }
-
-
 def _query(request, **changes) -> str:
     query = QueryDict(mutable=True)
     for name in ("view", "date", "channel", "team", "state"):
@@ -153,28 +125,33 @@ def _filter_choices(account_id: int) -> dict:
     }
 
 
-def _grid(admin_site, viewer: Viewer, view: str, days: list[date], filters: Filters) -> dict:
+def _grid(cards: Cards, viewer: Viewer, view: str, days: list[date], filters: Filters) -> dict:
+    """The days shown, each with its cards' HTML (a week's in its hours), and the tray's."""
     start, end = range_of(days, viewer.zone)
     items = calendar_items(account_id=viewer.account_id, start=start, end=end, filters=filters)
-    cards = {day: [] for day in days}
+    by_day: dict[date, list[CalendarItem]] = {day: [] for day in days}
     for item in items:
-        card = _card(admin_site, item, viewer)
-        cards[date.fromisoformat(card["date"])].append(card)
+        by_day[item.at.astimezone(viewer.zone).date()].append(item)
     today = timezone.now().astimezone(viewer.zone).date()
     shown = [
-        {"date": day, "cards": cards[day], "today": day == today, "slots": _slots(cards[day]) if view == WEEK else []}
+        {
+            "date": day,
+            "cards": cards.html_of(by_day[day]),
+            "today": day == today,
+            "slots": _slots(cards, by_day[day], viewer.zone) if view == WEEK else [],
+        }
         for day in days
     ]
-    tray = [_card(admin_site, item, viewer) for item in undated_drafts(account_id=viewer.account_id, filters=filters)]
-    return {"days": shown, "tray": tray, "count": len(items)}
+    tray = undated_drafts(account_id=viewer.account_id, filters=filters)
+    return {"days": shown, "tray": cards.html_of(tray), "count": len(items)}
 
 
-def _slots(cards: list[dict]) -> list[dict]:
-    """A week's day in hours, each with its cards."""
-    hours = [{"hour": hour, "label": f"{hour:02d}:00", "cards": []} for hour in range(24)]
-    for card in cards:
-        hours[int(card["time"][:2])]["cards"].append(card)
-    return hours
+def _slots(cards: Cards, items: list[CalendarItem], zone: ZoneInfo) -> list[dict]:
+    """A week's day in hours, each with its cards' HTML."""
+    hours: list[list[CalendarItem]] = [[] for _ in range(24)]
+    for item in items:
+        hours[item.at.astimezone(zone).hour].append(item)
+    return [{"hour": hour, "label": f"{hour:02d}:00", "cards": cards.html_of(each)} for hour, each in enumerate(hours)]
 
 
 def calendar_view(admin_site, request):
@@ -216,7 +193,15 @@ def calendar_view(admin_site, request):
         **_filter_choices(viewer.account_id),
     }
     if not errors:
-        context |= _grid(admin_site, viewer, view, days, filters)
+        cards = Cards.for_site(
+            admin_site,
+            zone=viewer.zone,
+            permissions=viewer.permissions,
+            move_url=context["move_url"],
+            here=context["here"],
+            csrf_token=get_token(request),
+        )
+        context |= _grid(cards, viewer, view, days, filters)
     return TemplateResponse(request, "admin/stories/calendar.html", context, status=400 if errors else 200)
 
 
@@ -233,12 +218,15 @@ def day_view(admin_site, request):
         return JsonResponse({"error": first_message(exc)}, status=400)
     start, end = range_of([day], viewer.zone)
     items = calendar_items(account_id=viewer.account_id, start=start, end=end)
-    cards = [_card(admin_site, item, viewer) for item in items]
+    cards = Cards.for_site(
+        admin_site, zone=viewer.zone, permissions=viewer.permissions, move_url="", here="", csrf_token=""
+    )
+    found = [cards.data(item) for item in items]
     return JsonResponse(
         {
             "date": day.isoformat(),
             "zone": viewer.zone.key,
-            "items": [{key: card[key] for key in ("key", "title", "time", "timing_label")} for card in cards],
+            "items": [{key: card[key] for key in ("key", "title", "time", "timing_label")} for card in found],
         }
     )
 

@@ -20,17 +20,17 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from apps.channels.models import Channel, Team
+from apps.channels.models import Channel, Team, through_destination
 from apps.core.errors import Forbidden, NotFound
 from apps.core.keep import KEEP
 from apps.core.validation import field_error
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.writing import Writer, post_write
 from apps.publishing.selectors import latest_publications
-from apps.stories.models import DestinationState, Story, StoryPost, StoryState, StoryStatus
-from apps.stories.selectors import stories_of_account, with_destinations
+from apps.stories.models import DestinationState, StoryPost, StoryState, StoryStatus
+from apps.stories.selectors import stories_of_account
 from apps.stories.services import story_update
-from apps.stories.states import destination_state
+from apps.stories.states import destination_state, story_state
 
 PLANNED, SCHEDULED, PUBLISHED, UNDATED = "planned", "scheduled", "published", "undated"
 TIMING_LABELS = {PLANNED: "Planned", SCHEDULED: "Scheduled", PUBLISHED: "Published", UNDATED: "Undated"}
@@ -127,6 +127,9 @@ def moved_to(item: CalendarItem, day: date, zone: tzinfo, hour: int | None = Non
 
 
 # --- the items of a range ------------------------------------------------------------------------
+#
+# Read lean, as values (no model instance per post): a month holds thousands of items. What each
+# destination is there comes from the rules every reader of stories shares (apps/stories/states.py).
 
 
 def calendar_items(
@@ -145,9 +148,8 @@ def undated_drafts(*, account_id: int, filters: Filters = Filters(), limit: int 
     stories = _filtered_stories(account_id, filters).filter(
         publication_status=StoryStatus.DRAFT, scheduled_at__isnull=True, planned_for__isnull=True
     )
-    return [
-        item for item in _story_items(list(stories.order_by("-id")[:limit]), timezone.now()) if _kept(item, filters)
-    ]
+    newest = stories.order_by("-id").values_list(*_STORY_FIELDS)[:limit]
+    return [item for item in _story_items(list(newest), timezone.now()) if _kept(item, filters)]
 
 
 def calendar_item(*, account_id: int, key: str) -> CalendarItem:
@@ -156,13 +158,10 @@ def calendar_item(*, account_id: int, key: str) -> CalendarItem:
     if kind not in (STORY, POST) or not number.isascii() or not number.isdigit() or len(number) > 18:
         raise field_error("item", "invalid", f"{key[:40]!r} names no story or post (story-<id> or post-<id>).")
     if kind == STORY:
-        found = [
-            _story_item(story, timezone.now())
-            for story in with_destinations(list(stories_of_account(account_id).filter(pk=int(number))))
-        ]
+        rows = stories_of_account(account_id).filter(pk=int(number)).values_list(*_STORY_FIELDS)
+        found = _story_items(list(rows), timezone.now())
     else:
-        posts = _lone_posts(account_id).filter(pk=int(number))
-        found = _post_items(posts, timezone.now())
+        found = _post_items(_lone_posts(account_id).filter(pk=int(number)), timezone.now())
     if not found:
         raise NotFound(ITEM_NOT_FOUND)
     return found[0]
@@ -185,7 +184,10 @@ def _filtered_stories(account_id: int, filters: Filters) -> QuerySet:
     return stories
 
 
-def _stories_in(account_id: int, start: datetime, end: datetime, filters: Filters) -> list[Story]:
+_STORY_FIELDS = ("id", "title", "publication_status", "scheduled_at", "planned_for", "updated_at")
+
+
+def _stories_in(account_id: int, start: datetime, end: datetime, filters: Filters) -> list[tuple]:
     """The stories that may stand in the range (each one's place is then read from its destinations)."""
     published_in = StoryPost.objects.filter(post__published_at__gte=start, post__published_at__lt=end)
     published = Q(pk__in=published_in.values("story_id")) | Q(updated_at__gte=start, updated_at__lt=end)
@@ -194,70 +196,85 @@ def _stories_in(account_id: int, start: datetime, end: datetime, filters: Filter
         | Q(publication_status=StoryStatus.DRAFT, planned_for__gte=start, planned_for__lt=end)
         | (Q(publication_status=StoryStatus.PUBLISHED) & published)
     )
-    return list(_filtered_stories(account_id, filters).filter(may_stand).only(*_STORY_FIELDS))
+    return list(_filtered_stories(account_id, filters).filter(may_stand).values_list(*_STORY_FIELDS))
 
 
-_STORY_FIELDS = ("account_id", "title", "publication_status", "scheduled_at", "planned_for", "updated_at")
+@dataclass(frozen=True)
+class _Destination:
+    channel_id: int
+    marker: Marker
+    published_at: datetime | None
 
 
-def _story_items(stories: list[Story], now: datetime) -> list[CalendarItem]:
-    return [_story_item(story, now) for story in with_destinations(stories, now=now)]
+# A post as the calendar reads it: the same columns for a story's posts and lone ones.
+_POST_COLUMNS = (
+    "publication_status",
+    "scheduled_at",
+    "published_at",
+    "channel_id",
+    "channel__title",
+    "channel__platform",
+)
 
 
-def _story_place(story: Story) -> tuple[str, datetime | None]:
-    if story.publication_status == StoryStatus.SCHEDULED:
-        return SCHEDULED, story.scheduled_at
-    if story.publication_status == StoryStatus.PUBLISHED:
-        published = [d.published_at for d in story.destinations if d.state == DestinationState.PUBLISHED]
+def _states(rows: list[tuple], now: datetime) -> list[str]:
+    """What each post (id first, then _POST_COLUMNS) is on its destination."""
+    destined = [row[0] for row in rows if through_destination(row[6])]
+    publications = latest_publications(destined) if destined else {}
+    return [
+        destination_state(status=row[1], scheduled_at=row[2], publication=publications.get(row[0]), now=now)
+        for row in rows
+    ]
+
+
+def _story_items(stories: list[tuple], now: datetime) -> list[CalendarItem]:
+    """Each story (a row of _STORY_FIELDS) with its destinations: one query, and the jobs' queries."""
+    links = StoryPost.objects.filter(story_id__in=[row[0] for row in stories]).order_by("id")
+    rows = list(links.values_list("story_id", "post_id", *(f"post__{name}" for name in _POST_COLUMNS)))
+    by_story: dict[int, list[_Destination]] = {row[0]: [] for row in stories}
+    for (story_id, *post), state in zip(rows, _states([row[1:] for row in rows], now), strict=True):
+        marker = Marker(channel=post[5], platform=post[6], state=state)
+        by_story[story_id].append(_Destination(channel_id=post[4], marker=marker, published_at=post[3]))
+    return [_story_item(row, by_story[row[0]]) for row in stories]
+
+
+def _story_place(row: tuple, destinations: list[_Destination]) -> tuple[str, datetime | None]:
+    _, _, status, scheduled_at, planned_for, updated_at = row
+    if status == StoryStatus.SCHEDULED:
+        return SCHEDULED, scheduled_at
+    if status == StoryStatus.PUBLISHED:
+        published = [d.published_at for d in destinations if d.marker.state == DestinationState.PUBLISHED]
         # Asked to publish, and none has it yet: where it was asked.
-        return PUBLISHED, min((at for at in published if at is not None), default=story.updated_at)
-    if story.planned_for is not None:
-        return PLANNED, story.planned_for
+        return PUBLISHED, min((at for at in published if at is not None), default=updated_at)
+    if planned_for is not None:
+        return PLANNED, planned_for
     return UNDATED, None
 
 
-def _story_item(story: Story, now: datetime) -> CalendarItem:
-    timing, at = _story_place(story)
+def _story_item(row: tuple, destinations: list[_Destination]) -> CalendarItem:
+    timing, at = _story_place(row, destinations)
+    state = story_state(d.marker.state for d in destinations)
     if timing in (PLANNED, UNDATED):
         needs = "articles.write"
-    elif timing == SCHEDULED and story.state == StoryState.SCHEDULED:
+    elif timing == SCHEDULED and state == StoryState.SCHEDULED:
         needs = "articles.publish"
     else:
         needs = ""
     return CalendarItem(
         kind=STORY,
-        id=story.pk,
-        title=story.title,
+        id=row[0],
+        title=row[1],
         at=at,
         timing=timing,
-        state=story.state,
-        markers=tuple(_marker(d.channel, d.state) for d in story.destinations),
+        state=state,
+        markers=tuple(d.marker for d in destinations),
         move_needs=needs,
-        channel_ids=frozenset(d.channel.pk for d in story.destinations),
+        channel_ids=frozenset(d.channel_id for d in destinations),
     )
-
-
-def _marker(channel, state: str) -> Marker:
-    return Marker(channel=channel.title, platform=channel.platform, state=state)
 
 
 def _lone_posts(account_id: int) -> QuerySet:
-    return (
-        Post.objects.filter(channel__account_id=account_id, story_link__isnull=True)
-        .select_related("channel")
-        .only(*_POST_FIELDS)
-    )
-
-
-_POST_FIELDS = (
-    "title",
-    "publication_status",
-    "scheduled_at",
-    "published_at",
-    "channel__title",
-    "channel__platform",
-    "channel__team_id",
-)
+    return Post.objects.filter(channel__account_id=account_id, story_link__isnull=True)
 
 
 def _posts_in(account_id: int, start: datetime, end: datetime, filters: Filters) -> QuerySet:
@@ -276,30 +293,24 @@ def _posts_in(account_id: int, start: datetime, end: datetime, filters: Filters)
     return posts
 
 
-def _post_items(posts: Iterable[Post], now: datetime) -> list[CalendarItem]:
-    posts = list(posts)
-    destined = [post.pk for post in posts if post.channel.publishes_through_destination]
-    publications = latest_publications(destined) if destined else {}
+def _post_items(posts: QuerySet, now: datetime) -> list[CalendarItem]:
+    rows = list(posts.values_list("id", *_POST_COLUMNS, "title"))
     items = []
-    for post in posts:
-        state = destination_state(
-            status=post.publication_status,
-            scheduled_at=post.scheduled_at,
-            publication=publications.get(post.pk),
-            now=now,
-        )
-        published = post.publication_status == _P.PUBLISHED
+    for (post_id, status, scheduled_at, published_at, channel_id, channel, platform, title), state in zip(
+        rows, _states(rows, now), strict=True
+    ):
+        published = status == _P.PUBLISHED
         items.append(
             CalendarItem(
                 kind=POST,
-                id=post.pk,
-                title=post.title,
-                at=post.published_at if published else post.scheduled_at,
+                id=post_id,
+                title=title,
+                at=published_at if published else scheduled_at,
                 timing=PUBLISHED if published else SCHEDULED,
                 state=state,
-                markers=(_marker(post.channel, state),),
+                markers=(Marker(channel=channel, platform=platform, state=state),),
                 move_needs="articles.publish" if state == DestinationState.SCHEDULED else "",
-                channel_ids=frozenset({post.channel_id}),
+                channel_ids=frozenset({channel_id}),
             )
         )
     return items

@@ -35,7 +35,6 @@
   function place(card, answer) {
     card.dataset.date = answer.date;
     card.dataset.time = answer.time;
-    card.dataset.timing = answer.timing;
     card.className = card.className.replace(/\bcal-(planned|scheduled|published|undated)\b/, "cal-" + answer.timing);
     var head = card.querySelector(".cal-card-head");
     head.innerHTML = "";
@@ -51,7 +50,6 @@
     if (input) {
       input.value = answer.to;
     }
-    card.setAttribute("aria-label", answer.timing_label + " " + answer.time + ": " + card.querySelector(".cal-title").textContent.trim());
     var cell = cellFor(answer.date, isWeek ? String(parseInt(answer.time, 10)) : null);
     if (!cell) {
       card.remove(); // moved out of the days shown
@@ -222,6 +220,12 @@
       return;
     }
     var list = event.target.form.querySelector(".cal-day-list");
+    if (!list) {
+      list = document.createElement("div");
+      list.className = "cal-day-list";
+      list.setAttribute("aria-live", "polite");
+      event.target.form.append(list);
+    }
     var date = event.target.value.slice(0, 10);
     fetch(root.dataset.dayUrl + "?date=" + encodeURIComponent(date), { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (response) {
