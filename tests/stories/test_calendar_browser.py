@@ -169,5 +169,5 @@ def test_the_page_reads_at_a_phones_and_a_desktops_width(live_server, signed_in,
         each.scroll_into_view_if_needed()
         box = each.bounding_box()
         assert box is not None and box["width"] > 40, f"a card is squeezed at {width} px"
-        assert 0 <= box["x"] and box["x"] + box["width"] <= width
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width
     assert page.problems == []
