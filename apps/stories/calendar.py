@@ -22,7 +22,6 @@ from django.utils import timezone
 
 from apps.channels.models import Channel, Team, through_destination
 from apps.core.errors import Forbidden, NotFound
-from apps.core.keep import KEEP
 from apps.core.validation import field_error
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.writing import Writer, post_write
@@ -340,7 +339,7 @@ def calendar_move(*, account_id: int, key: str, to: datetime, permissions: Itera
     elif item.timing == SCHEDULED:
         story_update(story_id=item.id, account_id=account_id, writer=writer, scheduled_at=to)
     else:
-        story_update(story_id=item.id, account_id=account_id, writer=writer, planned_for=to, scheduled_at=KEEP)
+        story_update(story_id=item.id, account_id=account_id, writer=writer, planned_for=to)
     return calendar_item(account_id=account_id, key=key)
 
 

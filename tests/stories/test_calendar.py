@@ -5,6 +5,7 @@ a rule says so; nothing of another account; a fixed number of queries however ma
 
 import re
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
@@ -244,6 +245,19 @@ def test_a_scheduled_card_moved_into_the_past_is_refused_with_the_services_messa
     post = PostFactory(channel=blog, publication_status="scheduled", scheduled_at=timezone.now() + timedelta(days=2))
     response = client.post(MOVE, {"item": f"post-{post.pk}", "date": yesterday}, **JSON)
     assert "is in the past: pick a future time, or publish the post now." in response.json()["error"]
+
+
+def test_a_published_story_stands_on_the_day_its_first_destination_published_it_and_stays_there(client, blog):
+    out = story(blog, "Out now", publication_status="published")
+    published_at = Post.objects.get(story_link__story=out).published_at
+    local = published_at.astimezone(ZoneInfo("Europe/Berlin"))
+
+    response = client.get(CALENDAR, {"date": local.date().isoformat()})
+
+    assert cards(response)[f"story-{out.pk}"] == f"{local:%H:%M} Published"
+    assert day_of(response, f"story-{out.pk}") == local.date().isoformat()
+    moved = client.post(MOVE, {"item": f"story-{out.pk}", "date": "2027-01-06"}, **JSON)
+    assert (moved.status_code, moved.json()["error"]) == (400, "“Out now” is published: it stays where it is.")
 
 
 def test_published_items_stay_where_they_are(client, blog):
