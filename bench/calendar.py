@@ -1,4 +1,4 @@
-"""Part 12 of `make bench`: the Settings area's calendar (issue 56) with 2,000 items in a month.
+"""Part 13 of `make bench`: the Settings area's calendar (issue 56) with 2,000 items in a month.
 
 One account with three channels and an editor in Europe/Berlin; March 2027 (the change to summer time
 is in it) holds 2,000 items spread over its days and hours: 700 planned stories and 300 scheduled
@@ -166,7 +166,7 @@ def _post(channel, n: int, status: str, at: datetime | None):
 def calendar_section(result: dict) -> list[str]:
     month_p90 = percentile(result["times"]["month"], 90)
     lines = [
-        "## 12. Calendar (issue 56)",
+        "## Calendar (issue 56)",
         "",
         f"{ITEMS:,} items in March 2027 in one account ({PLANNED} planned and {SCHEDULED} scheduled stories on one or "
         f"two of three channels, {LONE_SCHEDULED} scheduled and {LONE_PUBLISHED} published posts of no story) and "
