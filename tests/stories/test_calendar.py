@@ -348,3 +348,7 @@ def test_a_month_is_read_in_the_same_number_of_queries_however_many_items_it_hol
     seed(20, 1)
     assert queries() == few
     assert len(cards(client.get(CALENDAR, {"date": "2027-01-10"}))) == 4 * 22 + 2
+
+
+def test_the_calendar_links_to_the_calendar_feed(client):
+    assert 'href="/admin/calendar-feed/">calendar feed</a>' in client.get("/admin/calendar/").content.decode()
