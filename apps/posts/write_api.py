@@ -149,14 +149,19 @@ class PostChangesBodySerializer(StrictSerializer):
     post = PostChangesSerializer(required=False)
 
 
-def _post_body(request, body_serializer: type[StrictSerializer]) -> dict:
+def enveloped_fields(request, body_serializer: type[StrictSerializer], name: str) -> dict:
+    """The validated fields of a body that wraps them in one object, `name` (`post`, `story`)."""
     body = body_serializer(data=request.data)
     if not body.is_valid():
         errors = body.errors
-        # The wrapper is an envelope: an error of a post's field names the field (`title`), as the
+        # The wrapper is an envelope: an error of a wrapped field names the field (`title`), as the
         # services' own errors do (`slug`, `scheduled_at`).
-        raise serializers.ValidationError(errors["post"] if isinstance(errors.get("post"), dict) else errors)
-    return body.validated_data.get("post", {})
+        raise serializers.ValidationError(errors[name] if isinstance(errors.get(name), dict) else errors)
+    return body.validated_data.get(name, {})
+
+
+def _post_body(request, body_serializer: type[StrictSerializer]) -> dict:
+    return enveloped_fields(request, body_serializer, "post")
 
 
 CONTENT_NAMES = ("title", "body", "teaser", "slug", "meta_title", "meta_description")
@@ -173,7 +178,8 @@ def _split(fields: dict) -> dict:
     return arguments
 
 
-def _writer(request) -> Writer:
+def request_writer(request) -> Writer:
+    """What the key's owner may do beyond writing content (articles.publish)."""
     return Writer(may_publish=Permission.ARTICLES_PUBLISH in request.user.permissions)
 
 
@@ -297,7 +303,7 @@ class PostCreate(_PostWrites):
         fields = _post_body(request, PostBodySerializer)
         channel = channel_get(account_id=request.auth.account_id, channel_id=channel_id)
         arguments = _split(fields)
-        post = post_write_new(channel=channel, writer=_writer(request), **arguments)
+        post = post_write_new(channel=channel, writer=request_writer(request), **arguments)
         location = request.build_absolute_uri(f"/v1/channels/{channel.pk}/posts/{post.pk}")
         response = self._answer(request, channel.pk, post.pk, status=status.HTTP_201_CREATED)
         response["Location"] = location
@@ -344,7 +350,7 @@ class PostEdit(_PostWrites):
         post_write(
             post_id=id,
             channel_id=channel.pk,
-            writer=_writer(request),
+            writer=request_writer(request),
             check=self._precondition(request, channel.pk),
             **_split(fields),
         )

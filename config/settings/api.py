@@ -52,6 +52,8 @@ SPECTACULAR_SETTINGS = {
         "MediaKindEnum": "apps.posts.models.MediaKind",
         "PlatformEnum": "apps.channels.models.Platform",
         "PublicationStatusEnum": "apps.posts.models.PublicationStatus",
+        "StoryStatusEnum": "apps.stories.models.StoryStatus",
+        "DestinationStateEnum": "apps.stories.models.DestinationState",
     },
 }
 
