@@ -172,3 +172,32 @@ def test_the_generated_client_creates_a_post_edits_it_with_its_etag_and_reads_it
     read = generated("api.posts.channel_posts_retrieve").sync_detailed(channel_id=channel.id, id=post.id, client=api)
     assert (read.parsed.data.title, read.parsed.data.body) == ("Written by a client", "Second thoughts.")
     assert read.headers["ETag"] == edited.headers["ETag"]
+
+
+def test_the_generated_client_writes_a_story_for_two_channels_and_reads_each_destination_typed(generated, api, key):
+    blog = ChannelFactory(account=key.account, platform="blog")
+    feed = ChannelFactory(account=key.account, platform="api")
+    models = generated("models")
+    body = models.StoryBodyRequest(
+        story=models.StoryFieldsRequest(
+            title="Written once",
+            tags=["api"],
+            channels=[
+                models.ChannelEntryRequest(id=blog.id),
+                models.ChannelEntryRequest(id=feed.id, overrides=models.OverridesFieldsRequest(title="For partners")),
+            ],
+        )
+    )
+
+    created = generated("api.stories.stories_create").sync_detailed(client=api, body=body)
+
+    assert created.status_code == 201
+    story = created.parsed.data
+    assert isinstance(story, models.Story)
+    assert (story.state, story.publication_status) == (models.StoryStateEnum.DRAFT, models.StoryStatusEnum.DRAFT)
+    read = generated("api.stories.stories_retrieve").sync_detailed(id=story.id, client=api)
+    assert read.headers["ETag"] == created.headers["ETag"]
+    posts = {post.channel.id: post for post in read.parsed.data.posts}
+    assert all(isinstance(post, models.StoryPost) for post in posts.values())
+    assert posts[blog.id].state is models.DestinationStateEnum.DRAFT
+    assert (posts[blog.id].title, posts[feed.id].title) == ("Written once", "For partners")

@@ -12,9 +12,13 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from apps.posts.api_workflow import post_mark_publishing_pending, post_publish, post_unpublish
+from apps.posts.models import Post
 from apps.posts.pipeline_subject import post_publication_failed
 from apps.posts.services import post_update_content
+from apps.posts.writing import Writer
+from apps.publishing.models import PublicationJob
 from apps.publishing.newsletter.services import subscriber_create, subscriber_unsubscribe
+from apps.stories.services import ChannelChoice, story_create
 from apps.users.models import LoginMethod, Role
 from apps.users.services import user_create, user_delete, user_record_login, user_update
 from apps.webhooks.models import Delivery, Event, EventKind, SignatureFormat
@@ -24,6 +28,7 @@ from tests.factories import (
     AccountFactory,
     AdminUserFactory,
     ChannelFactory,
+    GitDestinationFactory,
     MediaFactory,
     NewsletterChannelFactory,
     PostFactory,
@@ -147,6 +152,7 @@ def emit_every_event(account, endpoint) -> None:
     with transaction.atomic():
         post_publication_failed(job=failed)
         post_publication_failed(job=gone)
+    emit_story_events(account)
     newsletter = NewsletterChannelFactory(account=account)
     subscriber = subscriber_create(channel=newsletter, email="reader@example.com", name="Rea Der", confirmed=True)
     subscriber_unsubscribe(token=subscriber.token)
@@ -155,6 +161,35 @@ def emit_every_event(account, endpoint) -> None:
     user_record_login(user=user, via=LoginMethod.SSO)
     user_delete(user=user)
     endpoint_send_test(endpoint=endpoint)
+
+
+def emit_story_events(account) -> None:
+    """story.published (a story on a blog), story.partially_published (on a blog and a repository whose
+    job failed for good)."""
+    editor = Writer(may_publish=True)
+    blog = ChannelFactory(account=account, platform="blog")
+    story_create(
+        account_id=account.pk,
+        writer=editor,
+        title="Everywhere",
+        publication_status="published",
+        channels=[ChannelChoice(blog.pk)],
+    )
+    repository = GitDestinationFactory(channel__account=account).channel
+    partly = story_create(
+        account_id=account.pk,
+        writer=editor,
+        title="Partly",
+        publication_status="published",
+        channels=[ChannelChoice(blog.pk), ChannelChoice(repository.pk, overrides={"title": "In the docs"})],
+    )
+    job = PublicationJob.objects.get(post_id=Post.objects.get(story_link__story=partly, channel=repository).pk)
+    PublicationJob.objects.filter(pk=job.pk).update(
+        state="failed", last_error="The host refused.", finished_at=timezone.now()
+    )
+    job.refresh_from_db()
+    with transaction.atomic():
+        post_publication_failed(job=job)
 
 
 @pytest.mark.parametrize("signature_format", SignatureFormat.values)
