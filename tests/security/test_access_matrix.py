@@ -19,12 +19,17 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.accounts.models import ALL_SCOPES, Scope
+from apps.posts.writing import Writer
+from apps.publishing.models import JobState, PublicationJob
+from apps.stories.models import Story
+from apps.stories.services import ChannelChoice, story_create
 from apps.users.models import Role
 from tests.factories import (
     AccountFactory,
     ApiKeyFactory,
     ApiPublicationFactory,
     ChannelFactory,
+    GitDestinationFactory,
     MediumFactory,
     PostFactory,
     SubscriberFactory,
@@ -112,6 +117,19 @@ OPERATIONS += [
     Operation("DELETE", "/v1/media/{id}", Scope.WRITE_MEDIA, target="medium", success=204, permission="articles.write"),
 ]
 
+OPERATIONS += [
+    Operation("GET", "/v1/stories", Scope.READ_POSTS),
+    Operation("POST", "/v1/stories", Scope.WRITE_POSTS, success=201, permission="articles.write"),
+    Operation("GET", "/v1/stories/{id}", Scope.READ_POSTS, target="story"),
+    Operation("PATCH", "/v1/stories/{id}", Scope.WRITE_POSTS, target="story", permission="articles.write"),
+    Operation(
+        "DELETE", "/v1/stories/{id}", Scope.WRITE_POSTS, target="story", success=204, permission="articles.delete"
+    ),
+    Operation(
+        "POST", "/v1/stories/{id}/retry", Scope.WRITE_POSTS, target="failed story", permission="articles.publish"
+    ),
+]
+
 KEYS = ["missing", "expired", "revoked", "none", "wrong scope", "read", "all", "viewer-owned"]
 
 
@@ -143,12 +161,30 @@ def expected(operation: Operation, key_kind: str, account: str) -> tuple[int, st
     return operation.success, None
 
 
+EDITOR = Writer(may_publish=True)
+
+
+def failed_story(account) -> Story:
+    """A story published to a repository whose job failed for good: one destination to retry."""
+    repository = GitDestinationFactory(channel__account=account, channel__team=None).channel
+    story = story_create(
+        account_id=account.pk,
+        writer=EDITOR,
+        title="Failed somewhere",
+        publication_status="published",
+        channels=[ChannelChoice(repository.pk)],
+    )
+    PublicationJob.objects.filter(channel=repository).update(state=JobState.FAILED, last_error="The host refused.")
+    return story
+
+
 class World:
     """Two accounts, each with an `api` channel, a post on it, a member and the object of the kind the
     operation names. The keys belong to the first account, to its admin or its viewer."""
 
     def __init__(self, operation: Operation) -> None:
-        kind = operation.target or "channel"
+        # The stories list has a story in each account, to show only the key's own.
+        kind = operation.target or ("story" if operation.path == "/v1/stories" else "channel")
         self.objects = {name: self._objects(AccountFactory(), kind) for name in ("own", "other")}
         own = self.objects["own"]["account"]
         self.admin = UserFactory(account=own, role=Role.ADMIN)
@@ -166,6 +202,12 @@ class World:
             objects["newsletter"] = objects["subscriber"].channel
         elif kind == "medium":
             objects["medium"] = MediumFactory(account=account)
+        elif kind == "story":
+            objects["story"] = story_create(
+                account_id=account.pk, writer=EDITOR, title="A story", channels=[ChannelChoice(channel.pk)]
+            )
+        elif kind == "failed story":
+            objects["failed story"] = failed_story(account)
         elif kind == "published":
             objects["published"] = ApiPublicationFactory(
                 post__channel=channel, post__publication_status="published", post__published_at=timezone.now()
@@ -203,6 +245,10 @@ class World:
             body = {"alt_text": "Changed by a key"}
         elif operation.path == "/v1/sso_tokens":
             body = {"user_id": str(MISSING if missing else target.pk)}
+        elif operation.path in ("/v1/stories", "/v1/stories/{id}"):
+            body = {"story": {"title": "Written by a key"}}
+        elif operation.path == "/v1/stories/{id}/retry":
+            body = None
         elif operation.path in ("/v1/channels/{channel_id}/posts", "/v1/channels/{channel_id}/posts/{id}"):
             body = {"post": {"title": "Written by a key"}}
         elif operation.target == "newsletter" and operation.method == "POST":
@@ -256,6 +302,8 @@ def assert_only_own_objects(world: World, operation: Operation, body: dict) -> N
         assert {item["channel"]["id"] for item in body["data"]} == {own["channel"].pk}
     elif operation.path == "/v1/media":
         assert body["data"] == []
+    elif operation.path == "/v1/stories":
+        assert {item["id"] for item in body["data"]} == {own["story"].pk}
     elif operation.path == "/v1/channels/{channel_id}/subscribers":
         assert {item["id"] for item in body["data"]} == {own["subscriber"].pk}
     elif operation.path == "/v1/channels/{channel_id}/changes":
