@@ -28,6 +28,8 @@ BODY_OPERATIONS = [
     "PUT /v1/users/profile",
     "PUT /v1/users/{user_id}",
     "PATCH /v1/media/{id}",
+    "POST /v1/stories",
+    "PATCH /v1/stories/{id}",
 ]
 # The one operation whose body is not JSON: an upload.
 MULTIPART_OPERATIONS = ["POST /v1/media"]
