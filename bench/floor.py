@@ -16,6 +16,7 @@ from datetime import UTC
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.http import Http404, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.utils.cache import set_response_etag
@@ -182,7 +183,12 @@ def _single_post(api_key: ApiKey, channel_id: int, post_id: int) -> dict | JsonR
     if found is None:
         return _error(404, "not_found", "Resource not found.")
     channel, site = found
-    post = Post.objects.filter(channel_id=channel_id, pk=post_id).values().first()
+    post = (
+        Post.objects.filter(channel_id=channel_id, pk=post_id)
+        .annotate(story_id=F("story_link__story_id"))
+        .values()
+        .first()
+    )
     if post is None:
         return _error(404, "not_found", "Post not found.")
     tags = Tag.objects.filter(posts__id=post_id).values("id", "name")
@@ -204,6 +210,7 @@ def _single_post(api_key: ApiKey, channel_id: int, post_id: int) -> dict | JsonR
         "media": list(media),
         "external_id": post["external_id"],
         "external_url": post["external_url"],
+        "story": None if post["story_id"] is None else {"id": post["story_id"]},
         "scheduled_at": _utc(post["scheduled_at"]),
         "url": site.post_url(post["slug"]) if post["publication_status"] == "published" else None,
         # The benchmark's channels are blogs, which publish through no destination: no job to show.

@@ -102,7 +102,8 @@ with events as (
                                                'alt_text', md.alt_text, 'width', md.width, 'height', md.height)
                                                order by md.position, md.id)
                                from posts_media md where md.post_id = p.id), '[]'::json),
-            'external_id', p.external_id, 'external_url', p.external_url
+            'external_id', p.external_id, 'external_url', p.external_url,
+            'story', (select json_build_object('id', sp.story_id) from stories_storypost sp where sp.post_id = p.id)
         ))
     )::text
     from due m
