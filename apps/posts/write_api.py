@@ -3,7 +3,7 @@ and its ETag. The views of apps/posts/api.py take them in (a URL has one view fo
 
 from django.core.validators import validate_slug
 from django.utils.cache import set_response_etag
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -11,7 +11,14 @@ from apps.api.idempotency import idempotent
 from apps.api.permissions import require_permission
 from apps.api.preconditions import etag_of, precondition
 from apps.api.request_fields import StrictCharField, StrictSerializer
-from apps.api.schema import PreconditionDetailSerializer, common_errors, error, error_with_details
+from apps.api.schema import (
+    PreconditionDetailSerializer,
+    answer_headers,
+    common_errors,
+    error,
+    error_with_details,
+    write_headers,
+)
 from apps.channels.selectors import channel_get
 from apps.core.errors import NotFound
 from apps.posts.lifecycle import POST_NOT_FOUND
@@ -224,33 +231,9 @@ POST_RULE_BROKEN = error(
     "invalid_status",
     "not_set_up",
 )
-WRITE_HEADERS = [
-    OpenApiParameter(
-        "If-Match",
-        str,
-        OpenApiParameter.HEADER,
-        description="The `ETag` of the post as you read it: the write happens only if the post is still exactly "
-        "that (else 412). `*` matches any. Without it (and without If-Unmodified-Since) the last writer wins.",
-    ),
-    OpenApiParameter(
-        "If-Unmodified-Since",
-        str,
-        OpenApiParameter.HEADER,
-        description="An HTTP-date: the write happens only if the post's own `updated_at` is not later (else 412). "
-        "Ignored with If-Match, or when not a valid HTTP-date.",
-    ),
-]
+WRITE_HEADERS = write_headers("post")
 # The headers of a write's answer, for the schema.
-ETAG = OpenApiParameter(
-    "ETag",
-    str,
-    OpenApiParameter.HEADER,
-    response=[200, 201],
-    description="The post's new tag, as GET sends it: the If-Match of the next write.",
-)
-LOCATION = OpenApiParameter(
-    "Location", str, OpenApiParameter.HEADER, response=[201], description="The new post's address."
-)
+ETAG, LOCATION = answer_headers("post")
 
 
 class PostCreate(_PostWrites):

@@ -4,7 +4,7 @@ apps/stories/services.py do every change, the selectors every read."""
 
 from django.db.models import prefetch_related_objects
 from django.utils.cache import set_response_etag
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,7 +14,7 @@ from apps.api.idempotency import idempotent
 from apps.api.pagination import PagePagination
 from apps.api.permissions import require_permission
 from apps.api.preconditions import etag_of, precondition
-from apps.api.schema import common_errors, error
+from apps.api.schema import answer_headers, common_errors, error, write_headers
 from apps.core.keep import KEEP
 from apps.posts.write_api import PERMISSION_DENIED, PRECONDITION_FAILED, enveloped_fields, request_writer
 from apps.stories.api_fields import StoryBodySerializer, StoryChangesBodySerializer
@@ -84,33 +84,9 @@ STORY_RULE_BROKEN = error(
     "invalid_status",
     "not_set_up",
 )
-WRITE_HEADERS = [
-    OpenApiParameter(
-        "If-Match",
-        str,
-        OpenApiParameter.HEADER,
-        description="The `ETag` of the story as you read it: the write happens only if the story (its posts' states "
-        "included) is still exactly that (else 412). `*` matches any. Without it (and without "
-        "If-Unmodified-Since) the last writer wins.",
-    ),
-    OpenApiParameter(
-        "If-Unmodified-Since",
-        str,
-        OpenApiParameter.HEADER,
-        description="An HTTP-date: the write happens only if the story's own `updated_at` is not later (else 412). "
-        "Ignored with If-Match, or when not a valid HTTP-date.",
-    ),
-]
-ETAG = OpenApiParameter(
-    "ETag",
-    str,
-    OpenApiParameter.HEADER,
-    response=[200, 201],
-    description="The story's tag, as GET sends it: the If-Match of the next write.",
-)
-LOCATION = OpenApiParameter(
-    "Location", str, OpenApiParameter.HEADER, response=[201], description="The new story's address."
-)
+WRITE_HEADERS = write_headers("story", covers=" (its posts' states included)")
+# The headers of a write's answer, for the schema.
+ETAG, LOCATION = answer_headers("story")
 CHECKS = (
     "401; 403 (scope, then `articles.write`); 400 `VALIDATION_ERROR` (the body's shape: each field's type and "
     "length, unknown fields `unknown_field`, read-only fields such as `id`, `state` or `posts` `read_only`)"
