@@ -13,6 +13,7 @@ from datetime import datetime
 from django.http import HttpResponse
 from django.utils.cache import set_response_etag
 from django.utils.http import parse_etags, parse_http_date_safe
+from drf_spectacular.utils import OpenApiParameter
 
 from apps.core.errors import PreconditionFailed
 from apps.core.serializers import UtcDateTimeField
@@ -75,3 +76,42 @@ def precondition(
             )
 
     return check
+
+
+# --- The headers of conditional writes, as the schema shows them -------------------------------
+
+
+def write_headers(noun: str, *, covers: str = "") -> list[OpenApiParameter]:
+    """The preconditions a write of a `noun` (post, story) takes: If-Match, If-Unmodified-Since."""
+    return [
+        OpenApiParameter(
+            "If-Match",
+            str,
+            OpenApiParameter.HEADER,
+            description=f"The `ETag` of the {noun} as you read it: the write happens only if the {noun}{covers} is "
+            "still exactly that (else 412). `*` matches any. Without it (and without If-Unmodified-Since) the last "
+            "writer wins.",
+        ),
+        OpenApiParameter(
+            "If-Unmodified-Since",
+            str,
+            OpenApiParameter.HEADER,
+            description=f"An HTTP-date: the write happens only if the {noun}'s own `updated_at` is not later (else "
+            "412). Ignored with If-Match, or when not a valid HTTP-date.",
+        ),
+    ]
+
+
+def answer_headers(noun: str) -> tuple[OpenApiParameter, OpenApiParameter]:
+    """The headers of a write's answer: the `noun`'s new ETag, and a new one's Location."""
+    etag = OpenApiParameter(
+        "ETag",
+        str,
+        OpenApiParameter.HEADER,
+        response=[200, 201],
+        description=f"The {noun}'s new tag, as GET sends it: the If-Match of the next write.",
+    )
+    location = OpenApiParameter(
+        "Location", str, OpenApiParameter.HEADER, response=[201], description=f"The new {noun}'s address."
+    )
+    return etag, location

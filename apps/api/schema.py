@@ -6,7 +6,6 @@ from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import (
     OpenApiCallback,
     OpenApiExample,
-    OpenApiParameter,
     OpenApiResponse,
     PolymorphicProxySerializer,
     extend_schema,
@@ -108,42 +107,6 @@ def error(description: str, *codes: str, envelope=ErrorSerializer, example_detai
             for code in codes
         ],
     )
-
-
-def write_headers(noun: str, *, covers: str = "") -> list[OpenApiParameter]:
-    """The preconditions a write of a `noun` (post, story) takes: If-Match, If-Unmodified-Since."""
-    return [
-        OpenApiParameter(
-            "If-Match",
-            str,
-            OpenApiParameter.HEADER,
-            description=f"The `ETag` of the {noun} as you read it: the write happens only if the {noun}{covers} is "
-            "still exactly that (else 412). `*` matches any. Without it (and without If-Unmodified-Since) the last "
-            "writer wins.",
-        ),
-        OpenApiParameter(
-            "If-Unmodified-Since",
-            str,
-            OpenApiParameter.HEADER,
-            description=f"An HTTP-date: the write happens only if the {noun}'s own `updated_at` is not later (else "
-            "412). Ignored with If-Match, or when not a valid HTTP-date.",
-        ),
-    ]
-
-
-def answer_headers(noun: str) -> tuple[OpenApiParameter, OpenApiParameter]:
-    """The headers of a write's answer: the `noun`'s new ETag, and a new one's Location."""
-    etag = OpenApiParameter(
-        "ETag",
-        str,
-        OpenApiParameter.HEADER,
-        response=[200, 201],
-        description=f"The {noun}'s new tag, as GET sends it: the If-Match of the next write.",
-    )
-    location = OpenApiParameter(
-        "Location", str, OpenApiParameter.HEADER, response=[201], description=f"The new {noun}'s address."
-    )
-    return etag, location
 
 
 UNAUTHORIZED = error("Missing, malformed, unknown, expired or revoked API key.", "authentication_failed")

@@ -216,8 +216,9 @@ class PostAdmin(PublicationAdmin, DomainErrorsAsMessages, ObjectButtonsAdmin):
         return page_url(obj, latest_publications([obj.pk]).get(obj.pk) if destined else None)
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        if obj is not None:
-            context["preview_url"] = blog_preview_url(obj.channel, obj.pk, request.user.account_id)
+        preview = blog_preview_url(obj.channel, obj.pk, request.user.account_id) if obj is not None else None
+        if preview is not None:
+            context["preview_url"] = preview
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def get_fieldsets(self, request, obj=None):

@@ -9,15 +9,13 @@ from rest_framework.response import Response
 
 from apps.api.idempotency import idempotent
 from apps.api.permissions import require_permission
-from apps.api.preconditions import etag_of, precondition
+from apps.api.preconditions import answer_headers, etag_of, precondition, write_headers
 from apps.api.request_fields import StrictCharField, StrictSerializer
 from apps.api.schema import (
     PreconditionDetailSerializer,
-    answer_headers,
     common_errors,
     error,
     error_with_details,
-    write_headers,
 )
 from apps.channels.selectors import channel_get
 from apps.core.errors import NotFound

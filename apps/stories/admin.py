@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 
 from apps.channels.models import Channel
 from apps.core.admin import DomainErrorsAsMessages, ObjectButton, ObjectButtonsAdmin, also_read_only
+from apps.core.admin_scoping import OwnFiltersChangeList
 from apps.core.http import content_length
 from apps.posts.writing import Writer
 from apps.stories.admin_compose import STATUS_FIELDS, Composer, StoryForm, channel_preview, preview_texts
@@ -45,8 +46,9 @@ RETRY_FAILED = ObjectButton(
 )
 
 
-class StoryChangeList(ChangeList):
-    """The list's stories, each with its state, read for the whole page at once."""
+class StoryChangeList(OwnFiltersChangeList, ChangeList):
+    """The list's stories, each with its state, read for the whole page at once; from its address
+    only what the list offers, as every list of the Settings area (apps/core/admin_scoping.py)."""
 
     def get_results(self, request):
         super().get_results(request)

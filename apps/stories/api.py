@@ -13,8 +13,8 @@ from apps.accounts.models import Scope
 from apps.api.idempotency import idempotent
 from apps.api.pagination import PagePagination
 from apps.api.permissions import require_permission
-from apps.api.preconditions import etag_of, precondition
-from apps.api.schema import answer_headers, common_errors, error, write_headers
+from apps.api.preconditions import answer_headers, etag_of, precondition, write_headers
+from apps.api.schema import common_errors, error
 from apps.core.keep import KEEP
 from apps.posts.write_api import PERMISSION_DENIED, PRECONDITION_FAILED, enveloped_fields, request_writer
 from apps.stories.api_fields import StoryBodySerializer, StoryChangesBodySerializer

@@ -21,8 +21,8 @@ def _override(max_length: int | None = None) -> StrictCharField:
 
 
 class OverridesFieldsSerializer(StrictSerializer):
-    """The fields one channel shows its own way (a LinkedIn commentary, a newsletter's subject and
-    preview line, a shorter blog title); a field absent, empty or null is the story's."""
+    """The fields one channel shows its own way (a social network's commentary, an e-mail's subject
+    and preview line, a shorter blog title); a field absent, empty or null is the story's."""
 
     title = _override(TITLE_MAX_LENGTH)
     body = _override()

@@ -53,7 +53,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 SEED = 20261122
 # The stateful phase: this many scenarios (chains of operations), each at most this many steps long.
-STATEFUL_SCENARIOS = 80
+STATEFUL_SCENARIOS = 120
 STATEFUL_STEPS = 10
 # Operations the stateful phase must reach through a link, with the status showing it found the object.
 CHAINED = {
