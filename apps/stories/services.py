@@ -184,8 +184,10 @@ def _locked_story(account_id: int, story_id: int) -> Story:
     outcomes (a job confirmed, the content plan's batch) lock a post and then its story
     (announcements.py), so taking them in the same order means neither waits for the other while
     holding what the other waits for."""
+    # Through the story's own key, whose lookups Django answers empty for an id beyond the column's
+    # range (a made-up path): a foreign key's lookup passes such an id to the database (SQLite: 500).
     post_ids = list(
-        StoryPost.objects.filter(story_id=story_id, story__account_id=account_id).values_list("post_id", flat=True)
+        StoryPost.objects.filter(story__pk=story_id, story__account_id=account_id).values_list("post_id", flat=True)
     )
     if post_ids:
         list(Post.objects.select_for_update(of=("self",)).filter(pk__in=post_ids).order_by("id").values_list("id"))

@@ -193,3 +193,11 @@ def test_deleting_a_story_deletes_its_posts(account, blog, api):
     )
     story_delete(story_id=story.pk, account_id=account.pk)
     assert not Post.objects.exists() and not Story.objects.exists()
+
+
+def test_an_id_beyond_the_databases_range_is_a_story_not_found(account):
+    from apps.core.errors import NotFound
+
+    for change in (story_retry_failed, story_delete):
+        with pytest.raises(NotFound):
+            change(story_id=2**70, account_id=account.pk)
