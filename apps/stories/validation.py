@@ -16,6 +16,14 @@ from apps.posts.models import http_url_validator
 from apps.stories.models import OVERRIDABLE, Story, StoryStatus
 
 _S = StoryStatus
+# The largest id a row can have (a 64-bit key).
+LAST_ID = 2**63 - 1
+
+
+def storable(ids) -> list[int]:
+    """The ids a row may have: an `IN` over an id beyond the key's range fails in SQLite (not found
+    is the answer for those)."""
+    return [value for value in ids if 0 < value <= LAST_ID]
 
 
 def check_schedule(
@@ -44,8 +52,7 @@ def check_schedule(
 
 
 def channels_of(account_id: int, choices: Sequence) -> dict[int, Channel]:
-    ids = [choice.id for choice in choices]
-    found = Channel.objects.filter(account_id=account_id, pk__in=ids).in_bulk()
+    found = Channel.objects.filter(account_id=account_id, pk__in=storable([choice.id for choice in choices])).in_bulk()
     seen = set()
     for position, choice in enumerate(choices):
         if choice.id not in found:
@@ -75,7 +82,7 @@ def check_media(account_id: int, media: list[dict]) -> None:
     if not media:
         return
     wanted = {item["medium"]: position for position, item in enumerate(media) if item.get("medium") is not None}
-    known = set(media_of_account(account_id=account_id).filter(pk__in=list(wanted)).values_list("pk", flat=True))
+    known = set(media_of_account(account_id=account_id).filter(pk__in=storable(wanted)).values_list("pk", flat=True))
     for medium, position in wanted.items():
         if medium not in known:
             raise field_error(

@@ -201,3 +201,13 @@ def test_an_id_beyond_the_databases_range_is_a_story_not_found(account):
     for change in (story_retry_failed, story_delete):
         with pytest.raises(NotFound):
             change(story_id=2**70, account_id=account.pk)
+
+
+def test_a_channel_or_medium_id_beyond_the_databases_range_is_not_found(account):
+    for arguments, field in (
+        ({"channels": [ChannelChoice(2**64)]}, "channels[0].id"),
+        ({"media": [{"medium": 2**64}]}, "media[0].medium"),
+    ):
+        with pytest.raises(InvalidInput) as refused:
+            story_create(account_id=account.pk, writer=EDITOR, title="Huge", **arguments)
+        assert field in str(refused.value)
