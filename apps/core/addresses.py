@@ -11,7 +11,9 @@ import threading
 from urllib.parse import urlsplit
 
 import certifi
+import requests
 from django.conf import settings
+from requests.adapters import HTTPAdapter
 from urllib3 import PoolManager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
@@ -176,3 +178,34 @@ def pool_manager() -> PoolManager:
         current.pool_classes_by_scheme = {"http": GuardedHTTPPool, "https": GuardedHTTPSPool}
         _local.manager, _local.pid = current, os.getpid()
     return current
+
+
+class BlockedRequest(requests.ConnectionError):
+    """requests' form of BlockedAddress: a caller that handles requests' failures handles it too."""
+
+
+class GuardedAdapter(HTTPAdapter):
+    """A requests adapter whose connections dial through the address guard, as the webhooks' pools do."""
+
+    def send(self, request, *args, **kwargs):
+        try:
+            return super().send(request, *args, **kwargs)
+        except BlockedAddress as exc:
+            raise BlockedRequest(f"{request.url.split('?')[0]}: {exc}", request=request) from exc
+
+    def init_poolmanager(self, connections, maxsize, block=False, **pool_kwargs):
+        super().init_poolmanager(connections, maxsize, block=block, **pool_kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": GuardedHTTPPool, "https": GuardedHTTPSPool}
+
+
+def guard(session: requests.Session, *, allow_private: bool = False) -> requests.Session:
+    """The session (a plain requests.Session, or Authlib's OAuth2Session on it) made to dial only what
+    the address guard allows, for outside parties whose address a user gave (a Mastodon instance, a
+    Bluesky server); `allow_private` (a destination's setting for local fakes) or
+    WEBHOOK_ALLOW_PRIVATE_TARGETS lets it dial this machine's and private addresses too. Proxies from
+    the environment are not used: through one, the guard would check the proxy's address instead."""
+    session.trust_env = False
+    if not allow_private:
+        session.mount("http://", GuardedAdapter())
+        session.mount("https://", GuardedAdapter())
+    return session

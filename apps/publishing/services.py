@@ -9,14 +9,16 @@ the push was sent) is simply run again: it finds its work done and confirms it.
 """
 
 import logging
+import operator
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
+from functools import partial, reduce
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -336,6 +338,24 @@ def job_retry_now(*, job: PublicationJob) -> PublicationJob:
     job.save(update_fields=["state", "next_attempt_at", "finished_at", "locked_until", "updated_at"])
     transaction.on_commit(partial(enqueue_channels, [job.channel_id]))
     return job
+
+
+def jobs_resume(*, channel_id: int, errors_starting: tuple[str, ...]) -> int:
+    """Run again the channel's failed jobs whose error starts with one of `errors_starting` (a
+    destination's "connect it" sentences, once it is connected again): the newest of each post only,
+    as `job_retry_now` refuses an older one that would undo what a later one asked."""
+    failed = PublicationJob.objects.filter(channel_id=channel_id, state=JobState.FAILED)
+    failed = failed.filter(reduce(operator.or_, (Q(last_error__startswith=prefix) for prefix in errors_starting)))
+    resumed = 0
+    for job in failed.order_by("id"):
+        try:
+            job_retry_now(job=job)
+        except PublishError:
+            continue  # superseded by a later job of the post, or canceled meanwhile
+        resumed += 1
+    if resumed:
+        logger.info("channel=%s connected again: %d jobs resumed", channel_id, resumed)
+    return resumed
 
 
 def _failure_links(job: PublicationJob) -> list[tuple[str, str]]:

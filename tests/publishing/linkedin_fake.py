@@ -4,24 +4,18 @@ every header and body field the real API requires and answers as LinkedIn does, 
 passes here sends what LinkedIn takes. Failures can be injected: error answers, slow answers, and a
 post made whose answer never arrives."""
 
-import base64
-import binascii
-import contextlib
 import itertools
 import json
 import re
 import secrets
-import socket
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode
+from urllib.parse import unquote
 
 import pytest
-from requests.structures import CaseInsensitiveDict
+
+from tests.fake_api import DROP, FakeApi, Request, Rule, basic, empty, json_answer, page, redirect
 
 DEFAULT_SCOPE = "openid profile email w_member_social w_organization_social r_organization_admin"
 KNOWN_SCOPES = set(DEFAULT_SCOPE.split()) | {"rw_organization_admin", "r_organization_social"}
@@ -38,7 +32,6 @@ IMAGE_SIGNATURES = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/j
 # elements it reads: a mention, a hashtag template, and a plain #word (letters and digits).
 RESERVED = set("|{}@[]()<>#\\*_~")
 _TEMPLATE = re.compile(r"@\[[^\]]*\]\(urn:li:(?:person|organization):[^)]+\)|\{hashtag\|\\#\|[^}]*\}|#[^\W_]+")
-_DROP = object()  # a route's answer meaning: close the connection and answer nothing
 
 
 def little_text(commentary: str) -> str:
@@ -61,17 +54,6 @@ def little_text(commentary: str) -> str:
 
 
 @dataclass
-class Request:
-    method: str
-    path: str  # as sent, still percent-encoded
-    query: dict[str, str]
-    headers: CaseInsensitiveDict
-    body: Any  # the JSON value, the form as a dict, the text, or None
-    raw_query: str = ""
-    raw: bytes = b""
-
-
-@dataclass
 class _Token:
     sub: str
     scope: str
@@ -79,41 +61,12 @@ class _Token:
     revoked: bool = False
 
 
-@dataclass
-class _Rule:
-    method: str | None
-    path: str | None
-    times: int | None
-    status: int = 0
-    message: str | None = None
-    headers: dict = field(default_factory=dict)
-    seconds: float = 0.0
-    after_processing: bool = False
-
-    def matches(self, request: Request) -> bool:
-        return (self.method is None or self.method == request.method) and (
-            self.path is None or request.path.startswith(self.path)
-        )
-
-
-def _json(status: int, value, headers=()) -> tuple:
-    return status, [("Content-Type", "application/json"), *headers], json.dumps(value).encode()
-
-
 def _error(status: int, message: str, code: str | None = None, **extra) -> tuple:
-    return _json(status, {"status": status, **extra, **({"code": code} if code else {}), "message": message})
+    return json_answer(status, {"status": status, **extra, **({"code": code} if code else {}), "message": message})
 
 
 def _oauth_error(status: int, error: str, description: str) -> tuple:
-    return _json(status, {"error": error, "error_description": description})
-
-
-def _page(status: int, text: str) -> tuple:
-    return status, [("Content-Type", "text/html; charset=utf-8")], f"<html><body><p>{text}</p></body></html>".encode()
-
-
-def _empty(status: int, headers=()) -> tuple:
-    return status, list(headers), b""
+    return json_answer(status, {"error": error, "error_description": description})
 
 
 def _unprocessable(message: str) -> tuple:
@@ -128,24 +81,7 @@ REVOKED_TOKEN = dict(
 )
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as requests' sessions use it
-    timeout = 60  # an idle kept-alive connection ends its thread by itself
-
-    def log_message(self, format, *args):
-        pass  # the test output stays readable
-
-    def do_GET(self):
-        self.server.fake._handle(self)
-
-    do_POST = do_DELETE = do_PUT = do_PATCH = do_GET
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-
-class FakeLinkedIn:
+class FakeLinkedIn(FakeApi):
     """LinkedIn at `.url` (REST, userinfo) and `.auth_url` (OAuth). State is public for tests to read and
     arrange: `members`, `organizations` (sub -> URNs administered), `organization_names`, `posts`,
     `deleted_posts`, `requests` (every request, as a Request), `token_requests` (each token form),
@@ -153,6 +89,7 @@ class FakeLinkedIn:
     PUT of an image's bytes, as (image URN, bytes))."""
 
     def __init__(self, version: str = "202610", client_id: str = "test-client", client_secret: str = "test-secret"):  # noqa: S107
+        super().__init__()
         self.version, self.client_id, self.client_secret = version, client_id, client_secret
         self.members = {
             "abc123": {
@@ -169,52 +106,24 @@ class FakeLinkedIn:
         self.deny_next_authorization = False
         self.give_refresh_tokens = True
         self.redirect_uris: list[str] | None = None  # None: any redirect URI is registered
-        self.requests: list[Request] = []
         self.token_requests: list[dict] = []
         self.posts: dict[str, dict] = {}
         self.deleted_posts: dict[str, dict] = {}
         self.images: dict[str, dict] = {}
         self.uploads: list[tuple[str, bytes]] = []
         self._upload_ids: dict[str, str] = {}  # the upload address's id -> image URN
-        self._lock = threading.RLock()
-        self._stopping = threading.Event()
         self._codes: dict[str, dict] = {}
         self._tokens: dict[str, _Token] = {}
         self._refresh_tokens: dict[str, _Token] = {}
-        self._failures: list[_Rule] = []
-        self._hangs: list[_Rule] = []
         self._drops = 0
         self._next_post = 7000000000000000001
         self._touched: dict[str, int] = {}  # urn -> order of the last change, for the finder's sort
         self._changes = itertools.count(1)
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.fake = self
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)  # quick stop()
 
     # -- life cycle ---------------------------------------------------------------------------------
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
-
-    @property
     def auth_url(self) -> str:
         return self.url + "/oauth/v2"
-
-    def start(self) -> "FakeLinkedIn":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes sleeping requests, which then end without an answer
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
-
-    def __enter__(self) -> "FakeLinkedIn":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
     # -- test controls ------------------------------------------------------------------------------
     def issue_token(
@@ -235,94 +144,25 @@ class FakeLinkedIn:
             self._tokens[access_token].expires_at = 0
 
     def fail_next(
-        self,
-        status: int,
-        *,
-        method: str | None = "POST",
-        path: str | None = "/rest/posts",
-        times: int = 1,
-        message: str | None = None,
-        headers: dict | None = None,
+        self, status: int, *, method: str | None = "POST", path: str | None = "/rest/posts", **kwargs
     ) -> None:
-        """The next `times` requests whose method is `method` and whose path starts with `path` (None: any)
-        get `status` with LinkedIn's error body, before any other check."""
-        with self._lock:
-            self._failures.append(_Rule(method, path, times, status=status, message=message, headers=headers or {}))
-
-    def hang(
-        self,
-        seconds: float,
-        *,
-        method: str | None = None,
-        path: str | None = None,
-        times: int | None = None,
-        after_processing: bool = False,
-    ) -> None:
-        """Matching requests (path prefix; `times` of them, None: all) wait `seconds` before they are carried
-        out, or with `after_processing` after they are carried out and before the answer. A request still
-        waiting when the fake stops ends without an answer (and, if not yet carried out, without effect)."""
-        with self._lock:
-            self._hangs.append(_Rule(method, path, times, seconds=seconds, after_processing=after_processing))
+        """As FakeApi.fail_next, by default for the next post made (POST /rest/posts)."""
+        super().fail_next(status, method=method, path=path, **kwargs)
 
     def drop_after_create(self, times: int = 1) -> None:
         """The next `times` successful POST /rest/posts store the post, then close the connection unanswered."""
         with self._lock:
             self._drops += times
 
-    def calls(self, method: str | None = None, path_prefix: str = "") -> list[Request]:
-        with self._lock:
-            return [
-                r for r in self.requests if (method is None or r.method == method) and r.path.startswith(path_prefix)
-            ]
-
     # -- serving ------------------------------------------------------------------------------------
-    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
-        path, _, raw_query = handler.path.partition("?")
-        length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length) if length else b""
-        headers = CaseInsensitiveDict(handler.headers.items())
-        request = Request(
-            handler.command,
-            path,
-            dict(parse_qsl(raw_query, keep_blank_values=True)),
-            headers,
-            _parse_body(headers.get("Content-Type", ""), raw),
-            raw_query,
-            raw,
-        )
-        with self._lock:
-            self.requests.append(request)
-            failure, hang = _take(self._failures, request), _take(self._hangs, request)
-        if hang and not hang.after_processing and self._stopping.wait(hang.seconds):
-            return _drop(handler)
-        if failure:
-            answer = self._injected(failure)
-        else:
-            with self._lock:
-                answer = self._route(request)
-        if hang and hang.after_processing and self._stopping.wait(hang.seconds):
-            return _drop(handler)
-        if answer is _DROP:
-            return _drop(handler)
-        status, answer_headers, body = answer
-        try:
-            handler.send_response(status)
-            for name, value in answer_headers:
-                handler.send_header(name, value)
-            handler.send_header("Content-Length", str(len(body)))
-            handler.end_headers()
-            handler.wfile.write(body)
-        except OSError:
-            handler.close_connection = True  # the client gave up waiting
-
-    def _injected(self, rule: _Rule) -> tuple:
+    def _injected(self, rule: Rule) -> tuple:
         extra = INVALID_TOKEN if rule.status == 401 else {}
         if rule.status == 426:
             extra = {"code": "NONEXISTENT_VERSION", "message": f"Requested version {self.version} is not active"}
         body = {"status": rule.status, **extra}
         if rule.message or "message" not in body:
             body["message"] = rule.message or HTTPStatus(rule.status).phrase
-        return _json(rule.status, body, list(rule.headers.items()))
+        return json_answer(rule.status, body, list(rule.headers.items()))
 
     def _route(self, r: Request):
         routes = {
@@ -372,19 +212,19 @@ class FakeLinkedIn:
     def _authorization(self, r: Request):
         q = r.query
         if q.get("response_type") != "code":
-            return _page(400, "response_type must be code")
+            return page(400, "response_type must be code")
         if q.get("client_id") != self.client_id:
-            return _page(400, "The passed in client_id is invalid")
+            return page(400, "The passed in client_id is invalid")
         redirect_uri, state = q.get("redirect_uri"), q.get("state")
         if not redirect_uri or (self.redirect_uris is not None and redirect_uri not in self.redirect_uris):
-            return _page(400, "The redirect_uri does not match the registered value")
+            return page(400, "The redirect_uri does not match the registered value")
         if not state:
-            return _page(400, "state is required")
+            return page(400, "state is required")
         scopes = q.get("scope", "").split(" ")
         if "w_member_social" not in scopes:
-            return _page(400, "scope must contain w_member_social (space separated)")
+            return page(400, "scope must contain w_member_social (space separated)")
         if unknown := [s for s in scopes if s not in KNOWN_SCOPES]:
-            return _redirect(
+            return redirect(
                 redirect_uri,
                 error="unauthorized_scope_error",
                 state=state,
@@ -392,7 +232,7 @@ class FakeLinkedIn:
             )
         if self.deny_next_authorization:
             self.deny_next_authorization = False
-            return _redirect(
+            return redirect(
                 redirect_uri,
                 error="user_cancelled_authorize",
                 state=state,
@@ -400,14 +240,14 @@ class FakeLinkedIn:
             )
         code = "AQT" + secrets.token_urlsafe(24)
         self._codes[code] = {"redirect_uri": redirect_uri, "sub": self.authorizing_sub, "scope": " ".join(scopes)}
-        return _redirect(redirect_uri, code=code, state=state)
+        return redirect(redirect_uri, code=code, state=state)
 
     def _access_token(self, r: Request):
         form = r.body if isinstance(r.body, dict) else {}
         self.token_requests.append(dict(form))
         if not r.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded"):
             return _oauth_error(400, "invalid_request", "The request must be application/x-www-form-urlencoded")
-        client_id, secret = _basic(r.headers) or (form.get("client_id"), form.get("client_secret"))
+        client_id, secret = basic(r.headers) or (form.get("client_id"), form.get("client_secret"))
         if client_id != self.client_id or secret != self.client_secret:
             return _oauth_error(401, "invalid_client", "Client authentication failed")
         if form.get("grant_type") == "authorization_code":
@@ -423,7 +263,7 @@ class FakeLinkedIn:
                     "Unable to retrieve access token: appid/redirect uri/code "
                     "verifier does not match authorization code. Or authorization code expired.",
                 )
-            return _json(
+            return json_answer(
                 200,
                 self._token_response(grant["sub"], grant["scope"], 5184000, self.give_refresh_tokens),
                 [("Cache-Control", "no-store")],
@@ -435,7 +275,7 @@ class FakeLinkedIn:
             answer = self._token_response(refresh.sub, refresh.scope, 5184000, refresh=False)
             answer["refresh_token"] = form["refresh_token"]
             answer["refresh_token_expires_in"] = int(refresh.expires_at - time.time())
-            return _json(200, answer, [("Cache-Control", "no-store")])
+            return json_answer(200, answer, [("Cache-Control", "no-store")])
         return _oauth_error(400, "unsupported_grant_type", f"grant_type {form.get('grant_type')!r} is not supported")
 
     def _token_response(self, sub: str, scope: str, expires_in: int, refresh: bool) -> dict:
@@ -455,9 +295,9 @@ class FakeLinkedIn:
             return _error(401, "Empty oauth2 access token", "EMPTY_ACCESS_TOKEN", serviceErrorCode=65604)
         token = self._tokens.get(value)
         if token is not None and token.revoked:
-            return _json(401, {"status": 401, **REVOKED_TOKEN})
+            return json_answer(401, {"status": 401, **REVOKED_TOKEN})
         if token is None or token.expires_at <= time.time():
-            return _json(401, {"status": 401, **INVALID_TOKEN})
+            return json_answer(401, {"status": 401, **INVALID_TOKEN})
         return token
 
     # -- REST ---------------------------------------------------------------------------------------
@@ -472,7 +312,7 @@ class FakeLinkedIn:
             member["email_verified"] = True
         else:
             member.pop("email", None)
-        return _json(200, {**member, "locale": {"country": "US", "language": "en"}})
+        return json_answer(200, {**member, "locale": {"country": "US", "language": "en"}})
 
     def _acls(self, r: Request, token: _Token):
         if r.query.get("q") != "roleAssignee":
@@ -488,14 +328,14 @@ class FakeLinkedIn:
         ]
         elements = [e for e in elements if r.query.get("role", e["role"]) == e["role"]]
         elements = [e for e in elements if r.query.get("state", e["state"]) == e["state"]]
-        return _json(200, {"elements": elements, "paging": {"start": 0, "count": 10, "links": []}})
+        return json_answer(200, {"elements": elements, "paging": {"start": 0, "count": 10, "links": []}})
 
     def _organization(self, organization_id: str):
         name = self.organization_names.get(f"urn:li:organization:{organization_id}")
         if name is None:
             return _error(404, f"Organization {organization_id} not found", "NOT_FOUND")
         vanity = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-        return _json(200, {"id": int(organization_id), "localizedName": name, "vanityName": vanity})
+        return json_answer(200, {"id": int(organization_id), "localizedName": name, "vanityName": vanity})
 
     def _authors(self, token: _Token) -> list[str]:
         return [f"urn:li:person:{token.sub}", *self.organizations.get(token.sub, [])]
@@ -547,8 +387,8 @@ class FakeLinkedIn:
         self._touch(urn)
         if self._drops:
             self._drops -= 1
-            return _DROP
-        return _empty(201, [("x-restli-id", urn), ("x-linkedin-id", urn)])
+            return DROP
+        return empty(201, [("x-restli-id", urn), ("x-linkedin-id", urn)])
 
     def _initialize_upload(self, r: Request, token: _Token):
         if r.query.get("action") != "initializeUpload":
@@ -563,7 +403,7 @@ class FakeLinkedIn:
         self._upload_ids[upload_id] = urn
         expires = int(time.time() * 1000) + 86400000
         upload_url = f"{self.url}/dms-uploads/{upload_id}/feedshare-uploadedImage/0?ca=vector_feedshare&sync=0"
-        return _json(200, {"value": {"uploadUrlExpiresAt": expires, "uploadUrl": upload_url, "image": urn}})
+        return json_answer(200, {"value": {"uploadUrlExpiresAt": expires, "uploadUrl": upload_url, "image": urn}})
 
     def _upload(self, r: Request):
         token = self._bearer(r)
@@ -577,7 +417,7 @@ class FakeLinkedIn:
             return _error(400, "The uploaded file is not a JPEG, PNG or GIF image", "ILLEGAL_ARGUMENT")
         self.images[urn].update(data=r.raw, type=kind)
         self.uploads.append((urn, r.raw))
-        return _empty(201)
+        return empty(201)
 
     def _image_problem(self, content, author) -> str | None:
         """Why LinkedIn refuses the images a post names (never uploaded, another owner's), or None."""
@@ -618,7 +458,7 @@ class FakeLinkedIn:
             return denied
         self.posts[urn].update(changes, lastModifiedAt=int(time.time() * 1000))
         self._touch(urn)
-        return _empty(204)
+        return empty(204)
 
     def _delete_post(self, r: Request, token: _Token, urn: str):
         if urn not in self.posts:
@@ -626,7 +466,7 @@ class FakeLinkedIn:
         if denied := self._denied(token, self.posts[urn]["author"], "delete post of author"):
             return denied
         self.deleted_posts[urn] = self.posts.pop(urn)
-        return _empty(204)
+        return empty(204)
 
     def _find_posts(self, r: Request, token: _Token):
         if r.headers.get("X-RestLi-Method", "FINDER").upper() != "FINDER" or r.query.get("q") != "author":
@@ -647,7 +487,7 @@ class FakeLinkedIn:
         key = self._touched.get if sort == "LAST_MODIFIED" else (lambda urn: int(urn.rsplit(":", 1)[1]))
         mine = sorted((urn for urn, post in self.posts.items() if post["author"] == author), key=key, reverse=True)
         elements = [dict(self.posts[urn]) for urn in mine[start : start + count]]
-        return _json(200, {"elements": elements, "paging": {"start": start, "count": count, "links": []}})
+        return json_answer(200, {"elements": elements, "paging": {"start": start, "count": count, "links": []}})
 
     def _touch(self, urn: str) -> None:
         self._touched[urn] = next(self._changes)
@@ -696,53 +536,6 @@ def _media_problem(media, where: str) -> str | None:
     if not isinstance(alt_text, str) or len(alt_text) > ALT_TEXT_LIMIT:
         return f"{where}/altText :: a string of at most {ALT_TEXT_LIMIT} characters"
     return None
-
-
-def _parse_body(content_type: str, raw: bytes):
-    if not raw:
-        return None
-    text = raw.decode("utf-8", "replace")
-    if content_type.startswith("application/json"):
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    if content_type.startswith("application/x-www-form-urlencoded"):
-        return dict(parse_qsl(text, keep_blank_values=True))
-    return text
-
-
-def _basic(headers) -> tuple[str, str] | None:
-    scheme, _, value = headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "basic":
-        return None
-    try:
-        user, _, password = base64.b64decode(value, validate=True).decode().partition(":")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-    return unquote(user), unquote(password)
-
-
-def _redirect(redirect_uri: str, **params) -> tuple:
-    location = redirect_uri + ("&" if "?" in redirect_uri else "?") + urlencode(params)
-    return _empty(302, [("Location", location)])
-
-
-def _take(rules: list[_Rule], request: Request) -> _Rule | None:
-    for rule in rules:
-        if rule.matches(request):
-            if rule.times is not None:
-                rule.times -= 1
-                if rule.times <= 0:
-                    rules.remove(rule)
-            return rule
-    return None
-
-
-def _drop(handler: BaseHTTPRequestHandler) -> None:
-    handler.close_connection = True
-    with contextlib.suppress(OSError):
-        handler.connection.shutdown(socket.SHUT_RDWR)
 
 
 @pytest.fixture

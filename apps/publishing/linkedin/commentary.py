@@ -8,15 +8,13 @@ link keeps no reserved character (they are percent-encoded, which names the same
 hashtags are the format's own `#word` elements.
 """
 
-import re
-
 from apps.core.destinations import Document, PublishError
 from apps.core.markdown import summary
+from apps.core.social import hashtag_words
 
 # LinkedIn's limit on a post's text, in characters (as sent: escapes count).
 LIMIT = 3000
 RESERVED = frozenset("\\|{}@[]()<>#*_~")
-HASHTAG = re.compile(r"[^\W_]+")
 
 
 def escape(text: str) -> str:
@@ -30,12 +28,7 @@ def link(url: str) -> str:
 
 def hashtags(tags: list[str]) -> str:
     """`#Word` for each tag that makes a word (letters and digits only: LinkedIn's hashtags)."""
-    words: dict[str, str] = {}
-    for tag in tags:
-        word = "".join(HASHTAG.findall(tag))
-        if word:
-            words.setdefault(word.casefold(), word)  # LinkedIn's hashtags ignore case: #Python is #python
-    return " ".join(f"#{word}" for word in words.values())
+    return " ".join(f"#{word}" for word in hashtag_words(tags))
 
 
 def _parts(document: Document, *, escaped: bool) -> str:

@@ -10,7 +10,6 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from apps.channels.models import Channel
@@ -23,7 +22,6 @@ from apps.core.validation import field_error
 from apps.publishing import services as pipeline
 from apps.publishing.linkedin import client
 from apps.publishing.linkedin.models import ORGANIZATION_URN_PREFIX, PERSON_URN_PREFIX, PLATFORM, LinkedInConnection
-from apps.publishing.models import JobState, PublicationJob
 
 logger = logging.getLogger(__name__)
 
@@ -113,21 +111,8 @@ def _store_refresh(connection: LinkedInConnection, token: dict, *, replace: bool
 
 
 def resume_jobs(*, channel_id: int) -> int:
-    """Run again the channel's jobs that failed for want of access (the newest of each post only:
-    an older one would undo what a later one asked)."""
-    failed = PublicationJob.objects.filter(channel_id=channel_id, state=JobState.FAILED).filter(
-        Q(last_error__startswith=NOT_CONNECTED) | Q(last_error__startswith=RECONNECT)
-    )
-    resumed = 0
-    for job in failed.order_by("id"):
-        try:
-            pipeline.job_retry_now(job=job)
-        except PublishError:
-            continue  # superseded by a later job of the post, or canceled meanwhile
-        resumed += 1
-    if resumed:
-        logger.info("linkedin channel=%s reconnected: %d jobs resumed", channel_id, resumed)
-    return resumed
+    """Run again the channel's jobs that failed for want of access."""
+    return pipeline.jobs_resume(channel_id=channel_id, errors_starting=(NOT_CONNECTED, RECONNECT))
 
 
 @transaction.atomic
