@@ -200,10 +200,10 @@ class GuardedAdapter(HTTPAdapter):
 
 def guard(session: requests.Session, *, allow_private: bool = False) -> requests.Session:
     """The session (a plain requests.Session, or Authlib's OAuth2Session on it) made to dial only what
-    the address guard allows, for outside parties whose address a user gave (a Mastodon instance, a
-    Bluesky server); `allow_private` (a destination's setting for local fakes) or
-    WEBHOOK_ALLOW_PRIVATE_TARGETS lets it dial this machine's and private addresses too. Proxies from
-    the environment are not used: through one, the guard would check the proxy's address instead."""
+    the address guard allows, for outside parties whose address a user gave (a social network's
+    server); `allow_private` (a destination's setting for local fakes) or WEBHOOK_ALLOW_PRIVATE_TARGETS
+    lets it dial this machine's and private addresses too. Proxies from the environment are not used:
+    through one, the guard would check the proxy's address instead."""
     session.trust_env = False
     if not allow_private:
         session.mount("http://", GuardedAdapter())

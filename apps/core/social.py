@@ -1,9 +1,9 @@
 """What the social destinations share in turning a post into a short text: its length as the
-networks count it (user-perceived characters, grapheme clusters: 👍🏽 or a flag is one, as Mastodon and
-Bluesky count them), its tags as hashtags, and a text fitted into a network's limit.
+networks count it (user-perceived characters, grapheme clusters: 👍🏽 or a flag is one), its tags as
+hashtags, and a text fitted into a network's limit.
 
-A network's own rules (Mastodon counts every link as 23 characters; LinkedIn escapes its reserved
-characters) stay in its package: each passes its own `length`."""
+A network's own rules (one counts every link as 23 characters, another escapes its reserved
+characters) stay in its destination's package: each passes its own `length`."""
 
 from collections.abc import Callable
 
