@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "apps.publishing",
     "apps.publishing.git",
     "apps.publishing.linkedin",
+    "apps.publishing.bluesky",
     "apps.publishing.newsletter",
     "apps.stories",
     "apps.blog",

@@ -11,6 +11,7 @@ from dulwich.repo import Repo
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.linkedin.services import connection_save
 from tests.factories import ChannelFactory
+from tests.publishing.bluesky_fake import bluesky, bluesky_channel  # noqa: F401 (fixtures)
 from tests.publishing.linkedin_fake import FakeLinkedIn
 
 
