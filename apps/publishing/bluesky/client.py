@@ -74,6 +74,10 @@ def _no_answer(exc: requests.RequestException, what: str) -> XrpcError:
     return XrpcError(None, f"Bluesky could not be reached for {what} ({type(exc).__name__}: {str(exc)[:200]}).")
 
 
+def guarded_session() -> requests.Session:
+    return guard(requests.Session(), allow_private=settings.BLUESKY_ALLOW_LOCAL_SERVERS)
+
+
 def server_url(value: str) -> str:
     """A server address a person gives, as the base of its XRPC paths; ValueError when it is none."""
     value = value.strip().rstrip("/")
@@ -87,9 +91,12 @@ def server_url(value: str) -> str:
 class Xrpc:
     """Calls to one base address, within the job's deadline (None: PUBLISH_TIMEOUT per call)."""
 
-    def __init__(self, base_url: str, *, token: str = "", deadline: float | None = None) -> None:
+    def __init__(
+        self, base_url: str, *, token: str = "", deadline: float | None = None, http: requests.Session | None = None
+    ) -> None:
         self.base_url, self.token, self.deadline = base_url.rstrip("/"), token, deadline
-        self.http = guard(requests.Session(), allow_private=settings.BLUESKY_ALLOW_LOCAL_SERVERS)
+        # A job's calls share one session: one connection (and TLS handshake) to the server, not one per call.
+        self.http = http or guarded_session()
 
     def _timeout(self, what: str) -> float:
         if self.deadline is None:
@@ -186,10 +193,12 @@ def handles_of(document: dict) -> set[str]:
 # --- Sessions ---
 
 
-def create_session(*, pds: str, identifier: str, password: str, deadline: float | None = None) -> dict:
+def create_session(
+    *, pds: str, identifier: str, password: str, deadline: float | None = None, http: requests.Session | None = None
+) -> dict:
     """A new session (accessJwt, refreshJwt, did, handle) from the handle and the app password."""
     return _session(
-        Xrpc(pds, deadline=deadline).call(
+        Xrpc(pds, deadline=deadline, http=http).call(
             "POST",
             "com.atproto.server.createSession",
             "the sign-in",
@@ -198,9 +207,11 @@ def create_session(*, pds: str, identifier: str, password: str, deadline: float 
     )
 
 
-def refresh_session(*, pds: str, refresh_jwt: str, deadline: float | None = None) -> dict:
+def refresh_session(
+    *, pds: str, refresh_jwt: str, deadline: float | None = None, http: requests.Session | None = None
+) -> dict:
     return _session(
-        Xrpc(pds, deadline=deadline).call(
+        Xrpc(pds, deadline=deadline, http=http).call(
             "POST", "com.atproto.server.refreshSession", "the session's renewal", token=refresh_jwt
         )
     )

@@ -23,11 +23,15 @@ class AccessLost(Exception):
         self.reason = reason
 
 
-def sign_in(*, connection: BlueskyConnection, deadline: float | None) -> dict:
+def sign_in(*, connection: BlueskyConnection, deadline: float | None, http=None) -> dict:
     """A new session from the stored app password; AccessLost when Bluesky refuses the password."""
     try:
         return client.create_session(
-            pds=connection.pds_url, identifier=connection.did, password=connection.app_password(), deadline=deadline
+            pds=connection.pds_url,
+            identifier=connection.did,
+            password=connection.app_password(),
+            deadline=deadline,
+            http=http,
         )
     except client.XrpcError as exc:
         if exc.status == 401 or exc.error in LOST_ERRORS:
@@ -46,6 +50,7 @@ def store(connection: BlueskyConnection, session: dict) -> None:
 class Account:
     def __init__(self, connection: BlueskyConnection, *, deadline: float | None = None) -> None:
         self.connection, self.deadline = connection, deadline
+        self.http = client.guarded_session()
 
     @property
     def did(self) -> str:
@@ -57,20 +62,20 @@ class Account:
         if exc.error == "ExpiredToken" and connection.refresh_jwt_encrypted:
             try:
                 session = client.refresh_session(
-                    pds=connection.pds_url, refresh_jwt=connection.refresh_jwt(), deadline=self.deadline
+                    pds=connection.pds_url, refresh_jwt=connection.refresh_jwt(), deadline=self.deadline, http=self.http
                 )
             except client.XrpcError as refused:
                 if refused.status is None or refused.status >= 500 or refused.status == 429:
                     raise
                 # The refresh token ended too (about two months) or was revoked: sign in anew.
         if session is None:
-            session = sign_in(connection=connection, deadline=self.deadline)
+            session = sign_in(connection=connection, deadline=self.deadline, http=self.http)
         store(connection, session)
         logger.info("bluesky channel=%s session renewed (%s)", connection.channel_id, exc.error or exc.status)
 
     def call(self, method: str, nsid: str, what: str, **kwargs) -> dict:
         if not self.connection.access_jwt_encrypted:
-            store(self.connection, sign_in(connection=self.connection, deadline=self.deadline))
+            store(self.connection, sign_in(connection=self.connection, deadline=self.deadline, http=self.http))
         try:
             return self._xrpc().call(method, nsid, what, **kwargs)
         except client.XrpcError as exc:
@@ -80,7 +85,9 @@ class Account:
         return self._xrpc().call(method, nsid, what, **kwargs)
 
     def _xrpc(self) -> client.Xrpc:
-        return client.Xrpc(self.connection.pds_url, token=self.connection.access_jwt(), deadline=self.deadline)
+        return client.Xrpc(
+            self.connection.pds_url, token=self.connection.access_jwt(), deadline=self.deadline, http=self.http
+        )
 
     # --- The repository ---
 
