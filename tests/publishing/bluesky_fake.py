@@ -27,6 +27,8 @@ ERROR_NAMES = {
     401: "AuthenticationRequired",
     429: "RateLimitExceeded",
     500: "InternalServerError",
+    502: "UpstreamFailure",
+    503: "NotEnoughResources",
 }
 
 

@@ -149,3 +149,36 @@ def test_another_accounts_admin_may_not_connect_the_channel(bluesky, channel):
         == 404
     )
     assert bluesky.requests == []
+
+
+@pytest.mark.parametrize(
+    ("handle", "server", "said"),
+    [
+        ("ada\x00.test", "", "Null characters are not allowed."),
+        ("not a handle", "", "A Bluesky handle looks like"),
+        (HANDLE, "ftp://pds.example.com", "A Bluesky server is an https:// address"),
+        (HANDLE, "https://user:pw@pds.example.com", "A Bluesky server is an https:// address"),
+        ("x" * 300, "", "Ensure this value has at most 253 characters"),
+    ],
+)
+def test_hostile_input_in_the_connect_form_is_a_clear_error_on_the_form(
+    bluesky, channel, browser, handle, server, said
+):
+    answer = browser.post(
+        f"{CONNECTIONS}connect/{channel.pk}/", {"handle": handle, "app_password": APP_PASSWORD, "server": server}
+    )
+
+    assert answer.status_code == 200
+    assert said in text_of(answer)
+    assert not BlueskyConnection.objects.exists() and bluesky.requests == []
+
+
+def test_a_lost_connection_shows_reconnect_bluesky_with_its_reason_on_the_channels_page(bluesky, bluesky_channel):
+    from apps.publishing.bluesky.services import connection_lost
+
+    connection_lost(connection=BlueskyConnection.objects.get(channel=bluesky_channel), reason="It was revoked.")
+    browser = admin_session(AdminUserFactory(account=bluesky_channel.account))
+
+    page = text_of(browser.get(f"/admin/channels/channel/{bluesky_channel.pk}/change/"))
+
+    assert "Reconnect Bluesky: It was revoked." in page

@@ -13,7 +13,7 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from apps.core.destinations import Document, Image, JobContext
+from apps.core.destinations import Document, Image, JobContext, PublishError
 from apps.posts.editor_status import post_publish_now, post_set_status
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.services import post_create, post_update_content
@@ -301,3 +301,30 @@ def test_a_post_taken_back_while_its_answer_was_lost_has_its_record_deleted(blue
     channel_run(bluesky_channel.pk)
 
     assert bluesky.posts() == {} and bluesky.deleted == [(DID, rkey)]
+
+
+def test_a_server_failing_while_renewing_the_session_is_retried_and_loses_no_connection(bluesky, bluesky_channel):
+    bluesky.expire_access()
+    bluesky.fail_next(503, method="POST", path="/xrpc/com.atproto.server.refreshSession")
+
+    post = publish(bluesky_channel)
+
+    job = last_job(post)
+    assert job.state == JobState.QUEUED and job.last_error.startswith("Bluesky failed the new post (503)")
+    assert not BlueskyConnection.objects.get(channel=bluesky_channel).needs_reconnect
+    assert retry(bluesky_channel, job).state == JobState.SUCCEEDED
+
+
+def test_a_blob_the_server_no_longer_has_is_uploaded_again_on_the_next_attempt(bluesky, bluesky_channel):
+    publisher = load(bluesky_channel.pk)
+    red = image(5, picture())
+    publisher.publish(job(1), document(red))
+    bluesky.blobs.clear()  # collected by the server
+
+    with pytest.raises(PublishError, match="Could not find blob"):
+        publisher.publish(job(2), document(red, title="Again"))
+    assert not SentBlob.objects.filter(channel=bluesky_channel).exists()
+    publisher.publish(job(2), document(red, title="Again"))
+
+    assert len(bluesky.calls("POST", "/xrpc/com.atproto.repo.uploadBlob")) == 2
+    assert len(bluesky.posts()) == 2

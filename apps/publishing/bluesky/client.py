@@ -56,7 +56,7 @@ def _refusal(response: requests.Response) -> XrpcError:
     body = body if isinstance(body, dict) else {}
     error = body.get("error") if isinstance(body.get("error"), str) else ""
     message = body.get("message") if isinstance(body.get("message"), str) else ""
-    said = " ".join(f"{error}: {message}".strip(": ").split())[:500]
+    said = " ".join((f"{error}: {message}" if message and message != error else error or message).split())[:500]
     return XrpcError(
         response.status_code,
         said or f"HTTP {response.status_code} {response.reason or ''}".strip(),
