@@ -328,3 +328,21 @@ def test_a_blob_the_server_no_longer_has_is_uploaded_again_on_the_next_attempt(b
 
     assert len(bluesky.calls("POST", "/xrpc/com.atproto.repo.uploadBlob")) == 2
     assert len(bluesky.posts()) == 2
+
+
+def test_a_replacement_whose_old_record_could_not_be_removed_leaves_nothing_behind_once_unpublished(
+    bluesky, bluesky_channel
+):
+    post = publish(bluesky_channel)
+    [first] = bluesky.posts()
+    bluesky.fail_next(400, method="POST", path="/xrpc/com.atproto.repo.deleteRecord", message="Try later")
+    post_update_content(post=post, body="Other words.\n")
+    channel_run(bluesky_channel.pk)
+    assert last_job(post).state == JobState.FAILED and len(bluesky.posts()) == 2
+
+    post_set_status(post_id=post.pk, status=PublicationStatus.DRAFT)
+    channel_run(bluesky_channel.pk)
+
+    assert last_job(post).state == JobState.SUCCEEDED, last_job(post).last_error
+    assert bluesky.posts() == {} and first in {rkey for _did, rkey in bluesky.deleted}
+    assert not SentRecord.objects.filter(channel=bluesky_channel).exists()

@@ -82,9 +82,21 @@ class BlueskyPublisher:
         if posted is not None and posted.text_sha256 == record.digest(text):
             return self._outcome(old)
         outcome = self._call("the post's new record", lambda: self._create(account, job, document, text))
-        self._call("the old post's removal", lambda: account.delete_record(rkey=old))
-        SentRecord.objects.filter(channel_id=self.connection.channel_id, rkey=old).delete()
+        new = _rkey(outcome.path)
+        self._remove(account, {old} | self._made_for(job.post_id, but=new), "the old post's removal")
         return outcome
+
+    def _made_for(self, post_id: int, *, but: str = "") -> set[str]:
+        """The keys of the records the post's jobs made or may have made (an answer lost, a
+        replacement whose old record was not removed), but `but`: a record removed is forgotten."""
+        jobs = PublicationJob.objects.filter(post_id=post_id).values("id")
+        made = SentRecord.objects.filter(channel_id=self.connection.channel_id, job_id__in=jobs).exclude(rkey=but)
+        return set(made.values_list("rkey", flat=True))
+
+    def _remove(self, account: Account, rkeys: set[str], what: str) -> None:
+        for rkey in sorted(rkeys):
+            self._call(what, lambda rkey=rkey: account.delete_record(rkey=rkey))
+            SentRecord.objects.filter(channel_id=self.connection.channel_id, rkey=rkey).delete()
 
     def _create(self, account: Account, job: JobContext, document: Document, text: str) -> Outcome:
         sent = SentRecord.objects.filter(job_id=job.job_id).first()
@@ -122,19 +134,13 @@ class BlueskyPublisher:
         return images.images_embed(account, channel_id=self.connection.channel_id, document=document)
 
     def unpublish(self, job: JobContext, document: Document | None) -> Outcome:
-        if job.previous_path:
-            rkeys = [_rkey(job.previous_path)]
-        else:
-            # Not published here, but a publication taken back may have made its record with the
-            # answer lost: its key was written down before the call.
-            jobs = PublicationJob.objects.filter(post_id=job.post_id).values("id")
-            rkeys = list(SentRecord.objects.filter(job_id__in=jobs, confirmed=False).values_list("rkey", flat=True))
-            if not rkeys:
-                return Outcome()  # never reached Bluesky: nothing to take down
-        account = self._account(job)
-        for rkey in rkeys:
-            self._call("the post's removal", lambda rkey=rkey: account.delete_record(rkey=rkey))
-        SentRecord.objects.filter(channel_id=self.connection.channel_id, rkey__in=rkeys).delete()
+        # The published record, and any other a job of the post made: one whose answer was lost
+        # (a publication taken back meanwhile), one a replacement did not get to remove.
+        rkeys = {_rkey(job.previous_path)} if job.previous_path else set()
+        rkeys |= self._made_for(job.post_id)
+        if not rkeys:
+            return Outcome()  # never reached Bluesky: nothing to take down
+        self._remove(self._account(job), rkeys, "the post's removal")
         return Outcome(reference=job.previous_path)
 
     def check(self) -> str:
