@@ -96,3 +96,15 @@ def test_the_record_has_its_type_text_time_languages_and_facets():
     assert post["langs"] == ["en"]
     assert post["createdAt"].endswith("Z") and len(post["createdAt"]) == 24
     assert post["facets"][0]["index"] == {"byteStart": 6, "byteEnd": 12}
+
+
+def test_an_address_in_the_text_is_a_link_facet_and_one_cut_short_to_fit_is_none():
+    address = "https://example.com/" + "a" * 60
+    whole = record.text_of(document(title="Links", teaser=f"漢字 👍🏽 see {address} and more."))
+    # A word's end too far back to cut at: the address itself is cut.
+    cut = record.text_of(document(title="Links", teaser="字" * 100 + f" {address}{'b' * 250}"))
+
+    [link] = record.facets(whole)
+    assert sliced(whole, link) == address and link["features"][0]["uri"] == address
+    assert counted(cut) <= 300 and cut.endswith("b…") and "https://example.com/" in cut
+    assert record.facets(cut) == []

@@ -15,7 +15,7 @@ import regex
 
 from apps.core.destinations import Document, PublishError
 from apps.core.markdown import summary
-from apps.core.social import fitted, graphemes, shorten
+from apps.core.social import ELLIPSIS, fitted, graphemes, shorten
 
 LIMIT = 300
 BYTE_LIMIT = 3000
@@ -66,6 +66,8 @@ def facets(text: str) -> list[dict]:
     lexicon asks: a character index would point elsewhere after any emoji or CJK)."""
     found = []
     for match in _URL.finditer(text):
+        if match.group().endswith(ELLIPSIS):
+            continue  # an address cut short to fit would lead elsewhere: it stays text
         url = _url_end(match.group())
         feature = {"$type": "app.bsky.richtext.facet#link", "uri": url}
         found.append((match.start(), match.start() + len(url), feature))
