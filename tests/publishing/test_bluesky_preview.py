@@ -4,7 +4,11 @@ Bluesky counts them and the card it carries."""
 
 import pytest
 
+from apps.posts.editor_status import post_publish_now
 from apps.posts.services import post_create
+from apps.publishing.models import PublicationJob
+from apps.publishing.selectors import reference_link
+from apps.publishing.services import channel_run
 from apps.users.models import Role
 from tests.conftest import admin_session
 from tests.factories import ApiKeyFactory, ChannelFactory, TagFactory, UserFactory
@@ -43,3 +47,13 @@ def test_a_bluesky_posts_page_shows_its_text_and_its_length_in_graphemes():
 
     assert "As it will be posted: Hello 👍🏽 漢字 and words. #opensource" in page
     assert "35 of 300 characters." in page
+
+
+def test_a_jobs_reference_shows_the_records_key_linked_to_the_post_on_bluesky(bluesky, bluesky_channel):
+    post = post_create(channel=bluesky_channel, title="Hello", body="Words.")
+    post_publish_now(post_id=post.pk)
+    channel_run(bluesky_channel.pk)
+    job = PublicationJob.objects.select_related("channel").get(post_id=post.pk)
+    [rkey] = bluesky.posts()
+
+    assert reference_link(job) == f'<a href="https://bsky.app/profile/ada.test/post/{rkey}">{rkey}</a>'

@@ -174,7 +174,13 @@ def unready(channel_id: int) -> str:
 
 
 def short_reference(reference: str) -> str:
+    """A record's address as pages show it: its key (the DID and the collection are the channel's)."""
     return _rkey(reference)
+
+
+def reference_url(job) -> str:
+    """The post's page in Bluesky's app, which the job recorded with its outcome."""
+    return job.url
 
 
 KIND = DestinationKind(
@@ -192,6 +198,7 @@ KIND = DestinationKind(
     reference="Bluesky post",
     unready=unready,
     short_reference=short_reference,
+    reference_url=reference_url,
     admin="apps.publishing.bluesky.admin",
     # Where a channel publishes, with its credentials: the account's settings.
     access={"system.settings": {"publishing_bluesky.blueskyconnection": EVERY_ACTION}},
