@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from apps.core import crypto
 from apps.core.scoping import account_path
+from apps.publishing.bluesky.models import BlueskyConnection
 from apps.publishing.linkedin.models import LinkedInConnection
 from apps.publishing.newsletter.models import Edition, Newsletter, Suppression, email_hash
 from apps.stories.models import Story
@@ -75,6 +76,7 @@ AREA = {
     # Where a channel publishes, with its credentials: admins only.
     "publishing_git.gitdestination": {"admin": ALL, "editor": ""},
     "publishing_linkedin.linkedinconnection": {"admin": ALL, "editor": ""},
+    "publishing_bluesky.blueskyconnection": {"admin": ALL, "editor": ""},
     # A newsletter's readers are personal data: admins only. A suppression's "delete" is "Lift";
     # an edition's "change" is "Send to uncertain".
     "publishing_newsletter.newsletter": {"admin": "view add change", "editor": ""},
@@ -89,6 +91,8 @@ NOBODY = {
     "publishing.publicationjob": "add delete",
     # Made by "Connect LinkedIn" (OAuth), never by a form.
     "publishing_linkedin.linkedinconnection": "add",
+    # Made by "Connect Bluesky" on the channel's page, never by the model's add form.
+    "publishing_bluesky.blueskyconnection": "add",
     "publishing_newsletter.newsletter": "delete",
     # Added, imported and erased; their status is theirs to change (confirm, unsubscribe).
     "publishing_newsletter.subscriber": "change",
@@ -158,6 +162,15 @@ def build_side(tag: str) -> Side:
         access_token_encrypted=crypto.encrypt(f"{tag}-linkedin-access"),
         refresh_token_encrypted=crypto.encrypt(f"{tag}-linkedin-refresh"),
     )
+    bluesky_channel = ChannelFactory(account=account, title=f"{tag} Bluesky Channel", platform="bluesky")
+    bluesky = BlueskyConnection.objects.create(
+        channel=bluesky_channel,
+        handle=f"{tag.lower()}-handle.example.com",
+        did=f"did:plc:{tag.lower()}bluesky",
+        pds_url=f"https://pds.{tag.lower()}.example",
+        app_password_encrypted=crypto.encrypt(f"{tag}-bluesky-app-password"),
+        access_jwt_encrypted=crypto.encrypt(f"{tag}-bluesky-access"),
+    )
     job = PublicationJobFactory(
         channel=git_channel,
         post_id=post.pk,
@@ -191,6 +204,7 @@ def build_side(tag: str) -> Side:
         "publishing.publicationjob": job,
         "publishing_git.gitdestination": destination,
         "publishing_linkedin.linkedinconnection": connection,
+        "publishing_bluesky.blueskyconnection": bluesky,
         "publishing_newsletter.newsletter": sender,
         "publishing_newsletter.subscriber": reader,
         "publishing_newsletter.suppression": suppression,
@@ -228,6 +242,11 @@ def build_side(tag: str) -> Side:
         f"{tag}-linkedin-access",
         f"{tag}-linkedin-refresh",
         connection.access_token_encrypted,
+        bluesky_channel.title,
+        bluesky.handle,
+        f"{tag}-bluesky-app-password",
+        f"{tag}-bluesky-access",
+        bluesky.app_password_encrypted,
         letter.title,
         sender.sender_name,
         reader.email,
