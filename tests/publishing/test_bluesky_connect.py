@@ -10,9 +10,10 @@ from apps.core.errors import DomainError, InvalidInput
 from apps.publishing.bluesky.models import BlueskyConnection
 from apps.publishing.bluesky.services import connection_save
 from tests.conftest import admin_session
-from tests.factories import AccountFactory, AdminUserFactory, ChannelFactory
+from tests.factories import AccountFactory, AdminUserFactory, ApiKeyFactory, ChannelFactory
 from tests.publishing.bluesky_fake import APP_PASSWORD, DID, HANDLE
 from tests.publishing.test_settings_area import messages_of, text_of
+from tests.users.test_sso_step_up import asks_for_password, sso_browser
 
 pytestmark = pytest.mark.django_db
 
@@ -182,3 +183,20 @@ def test_a_lost_connection_shows_reconnect_bluesky_with_its_reason_on_the_channe
     page = text_of(browser.get(f"/admin/channels/channel/{bluesky_channel.pk}/change/"))
 
     assert "Reconnect Bluesky: It was revoked." in page
+
+
+def test_a_session_from_an_sso_link_confirms_its_password_before_it_connects_or_disconnects(
+    bluesky, bluesky_channel, client_for
+):
+    admin = AdminUserFactory(account=bluesky_channel.account)
+    sso = sso_browser(client_for, ApiKeyFactory(user=admin, scopes=["write:sso"]), admin)
+    connection = BlueskyConnection.objects.get(channel=bluesky_channel)
+
+    for method, url in (
+        ("get", f"{CONNECTIONS}connect/{bluesky_channel.pk}/"),
+        ("post", f"{CONNECTIONS}connect/{bluesky_channel.pk}/"),
+        ("get", f"{CONNECTIONS}{connection.pk}/change/"),
+        ("post", f"{CONNECTIONS}{connection.pk}/disconnect/"),
+    ):
+        assert asks_for_password(getattr(sso, method)(url), url), (method, url)
+    assert BlueskyConnection.objects.filter(pk=connection.pk).exists()
