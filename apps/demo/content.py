@@ -33,6 +33,8 @@ CHANNELS = {
     "blog": ("Company Blog", Platform.BLOG, "Editorial"),
     "git": ("Docs Site", "git", "Engineering"),
     "linkedin": ("LinkedIn Page", "linkedin", None),
+    "mastodon": ("Mastodon", "mastodon", None),
+    "bluesky": ("Bluesky", "bluesky", None),
     "newsletter": ("Company Newsletter", "newsletter", "Editorial"),
     "api": ("Partner Feed", Platform.API, "Editorial"),
 }
@@ -95,7 +97,7 @@ def _seed_git_destination(channel: Channel) -> str | None:
 
 def _seed_direct_channel(channel: Channel, tags: dict[str, Tag]) -> None:
     """Posts in each status a directly publishing channel has. A git channel with its demo
-    repository publishes through the pipeline, here and now; a git or LinkedIn channel without a
+    repository publishes through the pipeline, here and now; a git or social channel without a
     destination gets its published post written straight into its state, being demo data."""
     now = timezone.now()
     for status in (PublicationStatus.DRAFT, PublicationStatus.SCHEDULED, PublicationStatus.PUBLISHED):
@@ -200,7 +202,7 @@ def seed_content(account: Account) -> dict:
             channels[label].save(update_fields=["description"])
     repository = _seed_git_destination(channels["git"])
     channels["git"].refresh_from_db()
-    for label in ("blog", "git", "linkedin", "newsletter"):
+    for label in ("blog", "git", "linkedin", "mastodon", "bluesky", "newsletter"):
         _seed_direct_channel(channels[label], tags)
     _seed_archive(channels["blog"])
     _seed_subscribers(channels["newsletter"])

@@ -40,6 +40,8 @@ def seed_stories(account: Account, channels: dict[str, Channel]) -> dict[str, in
                         "every channel. #release"
                     },
                 ),
+                ChannelChoice(channels["mastodon"].pk),
+                ChannelChoice(channels["bluesky"].pk),
                 ChannelChoice(
                     channels["newsletter"].pk,
                     {"title": "Spring release: your monthly letter", "teaser": "What is new this spring."},

@@ -16,7 +16,7 @@ def seeded() -> dict:
 
 def test_output_names_the_channels_and_the_api_cases(seeded):
     for account in seeded["accounts"]:
-        assert set(account["channels"]) == {"blog", "git", "linkedin", "newsletter", "api"}
+        assert set(account["channels"]) == {"blog", "git", "linkedin", "mastodon", "bluesky", "newsletter", "api"}
         assert set(account["posts"]) == {
             "pending_with_record",
             "pending_without_record",
