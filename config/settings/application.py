@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "apps.publishing.git",
     "apps.publishing.linkedin",
     "apps.publishing.bluesky",
+    "apps.publishing.mastodon",
     "apps.publishing.newsletter",
     "apps.stories",
     "apps.blog",

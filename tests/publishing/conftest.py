@@ -14,6 +14,9 @@ from tests.factories import ChannelFactory
 from tests.publishing.bluesky_fake import bluesky, bluesky_channel  # noqa: F401 (fixtures)
 from tests.publishing.linkedin_fake import FakeLinkedIn
 
+# The Mastodon fake's fixtures, defined beside it.
+from tests.publishing.mastodon_fake import mastodon, mastodon_channel  # noqa: F401
+
 
 def allow_local_repositories(settings, tmp_path: Path) -> None:
     """Git channels may push to repositories on this machine (the tests' bare ones), cloned under tmp_path."""

@@ -7,10 +7,6 @@ the callback is taken only from the session that asked for it, and only once. Th
 write-only: no page shows them.
 """
 
-import hmac
-import secrets
-import time
-
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
@@ -22,6 +18,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from apps.channels.models import Channel
+from apps.core import oauth_state
 from apps.core.admin import (
     DomainErrorsAsMessages,
     ObjectButton,
@@ -38,11 +35,8 @@ from apps.publishing.linkedin import client, services
 from apps.publishing.linkedin.commentary import LIMIT, commentary, shown
 from apps.publishing.linkedin.models import PLATFORM, LinkedInConnection
 
+# Where the session keeps the authorizations under way (apps/core/oauth_state.py).
 SESSION_KEY = "linkedin.oauth"
-# An authorization started longer ago than this is refused at the callback (start again).
-STATE_TTL = 900
-# Authorizations a session may have under way at once (tabs); older ones are dropped.
-PENDING_LIMIT = 5
 
 
 def warning(connection: LinkedInConnection) -> str:
@@ -183,30 +177,11 @@ class LinkedInConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
                 messages.ERROR,
             )
             return self._channel_page(channel.pk)
-        state = secrets.token_urlsafe(32)
-        pending = request.session.get(SESSION_KEY)
-        pending = pending if isinstance(pending, dict) else {}
-        pending[state] = {"channel": channel.pk, "at": time.time()}
-        request.session[SESSION_KEY] = dict(list(pending.items())[-PENDING_LIMIT:])
+        state = oauth_state.begin(request, key=SESSION_KEY, channel=channel.pk)
         return HttpResponseRedirect(client.authorization_url(redirect_uri=self.callback_url(), state=state))
 
-    def _take_state(self, request) -> dict | None:
-        """The authorization this answer belongs to, taken out of the session (used once)."""
-        given = request.GET.get("state", "")
-        pending = request.session.get(SESSION_KEY)
-        if not given or not isinstance(pending, dict):
-            return None
-        match = next((state for state in pending if hmac.compare_digest(state, given)), None)
-        if match is None:
-            return None
-        entry = pending.pop(match)
-        request.session[SESSION_KEY] = pending
-        if not isinstance(entry, dict) or time.time() - entry.get("at", 0) > STATE_TTL:
-            return None
-        return entry
-
     def callback_view(self, request):
-        entry = self._take_state(request)
+        entry = oauth_state.take(request, key=SESSION_KEY)
         if entry is None:
             self.message_user(
                 request,
