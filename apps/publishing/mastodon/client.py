@@ -119,6 +119,7 @@ def register_app(*, base_url: str, redirect_uri: str) -> dict:
             },
             timeout=settings.PUBLISH_TIMEOUT,
             allow_redirects=False,
+            withhold_token=True,  # an app is registered before any account grants a token
         )
     except requests.RequestException as exc:
         raise _no_answer(exc, "the app's registration") from None
