@@ -436,18 +436,25 @@ def mastodon(settings):
         yield fake
 
 
+def connected_channel(fake: FakeMastodon, **fields):
+    """A Mastodon channel (made with `fields`) connected to the fake's account @ada."""
+    token = fake.issue_token()
+    client_id = next(client_id for client_id, app in fake.apps.items() if app["name"] == "tests")
+    app, _created = MastodonApp.objects.get_or_create(
+        base_url=fake.url,
+        defaults={
+            "client_id": client_id,
+            "client_secret_encrypted": crypto.encrypt(fake.apps[client_id]["client_secret"]),
+            "redirect_uri": "urn:ietf:wg:oauth:2.0:oob",
+            "scopes": SCOPES,
+        },
+    )
+    channel = ChannelFactory(platform="mastodon", **fields)
+    connection_save(channel=channel, app=app, token=token, connected_by="tests")
+    return channel
+
+
 @pytest.fixture
 def mastodon_channel(db, mastodon):
     """A Mastodon channel connected to the fake's account @ada."""
-    token = mastodon.issue_token()
-    client_id = next(iter(mastodon.apps))
-    app = MastodonApp.objects.create(
-        base_url=mastodon.url,
-        client_id=client_id,
-        client_secret_encrypted=crypto.encrypt(mastodon.apps[client_id]["client_secret"]),
-        redirect_uri="urn:ietf:wg:oauth:2.0:oob",
-        scopes=SCOPES,
-    )
-    channel = ChannelFactory(platform="mastodon")
-    connection_save(channel=channel, app=app, token=token, connected_by="tests")
-    return channel
+    return connected_channel(mastodon)

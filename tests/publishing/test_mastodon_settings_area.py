@@ -91,7 +91,10 @@ def test_connect_asks_the_instance_registers_the_app_there_and_sends_the_admin_t
     browser, channel, mastodon, settings
 ):
     assert "Not connected: Connect Mastodon" in text_of(browser.get(channel_page(channel)))
-    assert "Your Mastodon instance" in text_of(browser.get(connect_url(channel)))
+    form = browser.get(connect_url(channel))
+    assert "Your Mastodon instance" in text_of(form)
+    # Its answer leads to the instance, which the pages' form-action 'self' alone would stop.
+    assert "form-action 'self' https: http:;" in form["Content-Security-Policy"]
 
     started = browser.post(connect_url(channel), {"instance": mastodon.url + "/"})
 
@@ -118,7 +121,7 @@ def test_the_callback_stores_the_accounts_access_encrypted_and_shows_who_is_conn
     response = browser.get(authorize(browser, channel, mastodon.url), follow=True)
 
     connection = MastodonConnection.objects.get(channel=channel)
-    assert messages_of(response) == ["Mastodon connected: @ada@127.0.0.1. Statuses are posted public; change it below."]
+    assert messages_of(response) == ["Mastodon connected: @ada@127.0.0.1. Its statuses are public; change it below."]
     assert response.redirect_chain[-1][0] == connection_page(connection)
     assert (connection.account_id, connection.display_name, connection.base_url) == (
         "109",
@@ -128,7 +131,7 @@ def test_the_callback_stores_the_accounts_access_encrypted_and_shows_who_is_conn
     assert connection.access_token() not in connection.access_token_encrypted
     [exchange] = mastodon.token_requests
     assert exchange["grant_type"] == "authorization_code" and exchange["redirect_uri"].endswith(CALLBACK)
-    assert "Mastodon (public), posting as @ada@127.0.0.1" in text_of(browser.get(channel_page(channel)))
+    assert "Mastodon (public statuses), posting as @ada@127.0.0.1" in text_of(browser.get(channel_page(channel)))
 
 
 def test_a_second_channel_on_the_same_instance_uses_the_app_registered_there(browser, account, channel, mastodon):
@@ -170,6 +173,7 @@ def test_an_address_that_is_no_instances_is_refused_with_a_form_error(
 
     assert response.status_code == 200 and said in text_of(response)
     assert mastodon.calls() == []
+    assert "form-action 'self' https:;" in response["Content-Security-Policy"]  # no http: then
 
 
 def test_an_instance_resolving_to_a_private_address_is_refused_when_the_setting_is_off(
@@ -278,7 +282,7 @@ def test_test_connection_says_whom_the_instance_knows_the_access_as_and_a_revoke
     browser, connected, mastodon
 ):
     said = messages_of(browser.post(f"{CONNECTIONS}{connected.pk}/test-connection/", follow=True))[-1]
-    assert said.startswith(f"Connected to {mastodon.url} as Ada Lovelace (@ada@127.0.0.1); statuses are posted public")
+    assert said.startswith(f"Connected to {mastodon.url} as Ada Lovelace (@ada@127.0.0.1); its statuses are public")
 
     mastodon.revoke(connected.access_token())
     response = browser.post(f"{CONNECTIONS}{connected.pk}/test-connection/", follow=True)

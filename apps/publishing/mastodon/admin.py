@@ -17,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from apps.api.middleware import PAGE_CSP
 from apps.channels.models import Channel
 from apps.core import crypto, oauth_state
 from apps.core.admin import (
@@ -37,6 +38,13 @@ from apps.publishing.mastodon.text import length, status_text
 
 # Where the session keeps the authorizations under way (apps/core/oauth_state.py).
 SESSION_KEY = "mastodon.oauth"
+
+
+def connect_policy() -> str:
+    """The connect page's Content-Security-Policy: the pages' own, but its form may lead to the
+    instance (its answer redirects there, which browsers hold to form-action), known only once typed."""
+    schemes = "https: http:" if settings.MASTODON_ALLOW_LOCAL_INSTANCES else "https:"
+    return PAGE_CSP.replace("form-action 'self'", f"form-action 'self' {schemes}")
 
 
 def warning(connection: MastodonConnection) -> str:
@@ -182,7 +190,9 @@ class MastodonConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
             "channel": channel,
             "form": form,
         }
-        return TemplateResponse(request, "admin/publishing_mastodon/connect.html", context)
+        response = TemplateResponse(request, "admin/publishing_mastodon/connect.html", context)
+        response.headers["Content-Security-Policy"] = connect_policy()
+        return response
 
     def callback_view(self, request):
         entry = oauth_state.take(request, key=SESSION_KEY)
@@ -220,7 +230,7 @@ class MastodonConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
             return self._channel_page(channel.pk)
         self.message_user(
             request,
-            f"Mastodon connected: @{connection.acct}. Statuses are posted "
+            f"Mastodon connected: @{connection.acct}. Its statuses are "
             f"{connection.get_visibility_display().lower()}; change it below.",
             messages.SUCCESS,
         )
@@ -271,7 +281,7 @@ def setup_link(channel_id: int) -> SetupLink:
             button=True,
         )
     return SetupLink(
-        f"Mastodon ({connection.get_visibility_display().lower()}), posting as",
+        f"Mastodon ({connection.get_visibility_display().lower()} statuses), posting as",
         "publishing_mastodon_mastodonconnection_change",
         f"@{connection.acct}",
         (connection.pk,),

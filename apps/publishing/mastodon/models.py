@@ -19,7 +19,8 @@ LANGUAGES = frozenset(_ISO_639_1.split())
 
 class Visibility(models.TextChoices):
     PUBLIC = "public", "Public"
-    UNLISTED = "unlisted", "Unlisted (quiet public: not in the public timelines)"
+    # Public, but kept out of the public timelines and trends.
+    UNLISTED = "unlisted", "Unlisted"
     PRIVATE = "private", "Followers only"
 
 
@@ -59,7 +60,10 @@ class MastodonConnection(models.Model):
         max_length=10,
         choices=Visibility.choices,
         default=Visibility.PUBLIC,
-        help_text="Who sees the channel's statuses. Mastodon keeps a status's visibility when it is edited.",
+        help_text=(
+            "Who sees the channel's statuses (unlisted: everyone, but not in the public timelines). Mastodon keeps "
+            "a status's visibility when it is edited."
+        ),
     )
     language = models.CharField(
         max_length=2,

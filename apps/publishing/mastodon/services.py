@@ -214,7 +214,7 @@ def connection_check(*, connection: MastodonConnection) -> str:
         raise DomainError(f"{connection.base_url} refused: {exc.message}", code="connection_failed") from None
     who = account.get("display_name") or account.get("acct") or account["id"]
     return (
-        f"Connected to {connection.base_url} as {who} (@{connection.acct}); statuses are posted "
+        f"Connected to {connection.base_url} as {who} (@{connection.acct}); its statuses are "
         f"{connection.get_visibility_display().lower()}, up to {connection.max_characters:,} characters."
     )
 
