@@ -7,6 +7,7 @@ still processing, another account's, or one already attached to another status."
 import hashlib
 import io
 import time
+from datetime import timedelta
 
 import PIL.Image
 import pytest
@@ -134,3 +135,18 @@ def test_an_image_the_instance_refuses_fails_the_job_with_what_to_do(mastodon, m
         failed.value.message
     )
     assert mastodon.statuses == {}
+
+
+def test_an_image_uploaded_long_ago_for_a_status_never_made_is_uploaded_anew(mastodon, mastodon_channel):
+    doc = document(image(7, picture()))
+    mastodon.fail_next(503, method="POST", path="/api/v1/statuses")
+    with pytest.raises(PublishError):
+        publish(mastodon_channel, job(1), doc)
+    # Mastodon removes a medium no status names a day after its upload.
+    SentMedia.objects.update(uploaded_at=timezone.now() - timedelta(hours=13))
+
+    outcome = publish(mastodon_channel, job(1), doc)
+
+    assert len(mastodon.calls("POST", "/api/v2/media")) == 2
+    [media_id] = mastodon.statuses[outcome.reference].media_ids
+    assert SentMedia.objects.get(media_id=media_id).status_id == outcome.reference

@@ -9,6 +9,7 @@ status uploads the image anew.
 """
 
 import time
+from datetime import timedelta
 
 from django.db.models import Q
 from django.utils import timezone
@@ -21,6 +22,8 @@ from apps.publishing.mastodon.models import SentMedia
 DESCRIPTION_LIMIT = 1500
 # How often a medium still processing is asked after.
 POLL_SECONDS = 0.5
+# Mastodon removes a medium no status names a day after its upload: an older one is uploaded anew.
+UNATTACHED_KEPT = timedelta(hours=12)
 # The refusals that are about the image itself (its format, its size), not the channel's access.
 IMAGE_REFUSALS = frozenset({413, 415, 422})
 
@@ -52,7 +55,7 @@ def media_ids(
         sent = (
             SentMedia.objects.filter(channel_id=channel_id, owner=owner, medium_id=image.medium_id, name=image.name)
             .filter(description=description(image))
-            .filter(Q(status_id="") | Q(status_id=status_id or "-"))
+            .filter(Q(status_id="", uploaded_at__gte=timezone.now() - UNATTACHED_KEPT) | Q(status_id=status_id or "-"))
             .order_by("-id")
             .first()
         )
