@@ -16,10 +16,17 @@ from apps.publishing.mastodon.models import MastodonApp, MastodonConnection
 from apps.publishing.mastodon.services import connection_options_set
 from apps.users.models import Role
 from tests.conftest import admin_session
-from tests.factories import AccountFactory, AdminUserFactory, ChannelFactory, OperatorFactory, UserFactory
+from tests.factories import (
+    AccountFactory,
+    AdminUserFactory,
+    ApiKeyFactory,
+    ChannelFactory,
+    OperatorFactory,
+    UserFactory,
+)
 from tests.publishing.mastodon_fake import SCOPES
 from tests.publishing.test_settings_area import messages_of, text_of
-from tests.users.test_sso_step_up import PASSWORD
+from tests.users.test_sso_step_up import PASSWORD, asks_for_password, sso_browser
 
 pytestmark = pytest.mark.django_db
 
@@ -236,6 +243,28 @@ def test_no_one_but_an_admin_of_the_channels_account_may_connect_it(who, connect
         assert someone.post(f"{CONNECTIONS}{connected.pk}/disconnect/").status_code in (302, 403, 404)
         assert MastodonConnection.objects.filter(pk=connected.pk).exists()
     assert len(mastodon.calls()) == calls and SESSION_KEY not in someone.session
+
+
+def test_an_sso_session_confirms_its_password_before_connecting_disconnecting_or_seeing_the_connection(
+    client_for, admin, connected, mastodon
+):
+    sso = sso_browser(client_for, ApiKeyFactory(user=admin, scopes=["write:sso"]), admin)
+    calls = len(mastodon.calls())
+
+    for method, url in (
+        ("get", connect_url(connected.channel)),
+        ("post", connect_url(connected.channel)),
+        ("get", connection_page(connected)),
+        ("post", f"{CONNECTIONS}{connected.pk}/disconnect/"),
+        ("post", f"{CONNECTIONS}{connected.pk}/test-connection/"),
+    ):
+        assert asks_for_password(getattr(sso, method)(url), url), (method, url)
+    assert len(mastodon.calls()) == calls
+    assert MastodonConnection.objects.filter(pk=connected.pk).exists()
+
+    sso.post("/admin/confirm-password/", {"password": PASSWORD, "next": "/admin/"})
+    started = sso.post(connect_url(connected.channel), {"instance": mastodon.url})
+    assert started["Location"].startswith(f"{mastodon.url}/oauth/authorize?")
 
 
 # --- The connection's page --------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from apps.core import crypto
 from apps.core.scoping import account_path
 from apps.publishing.bluesky.models import BlueskyConnection
 from apps.publishing.linkedin.models import LinkedInConnection
+from apps.publishing.mastodon.models import MastodonApp, MastodonConnection
 from apps.publishing.newsletter.models import Edition, Newsletter, Suppression, email_hash
 from apps.stories.models import Story
 from apps.users.models import Role, Status
@@ -77,6 +78,7 @@ AREA = {
     "publishing_git.gitdestination": {"admin": ALL, "editor": ""},
     "publishing_linkedin.linkedinconnection": {"admin": ALL, "editor": ""},
     "publishing_bluesky.blueskyconnection": {"admin": ALL, "editor": ""},
+    "publishing_mastodon.mastodonconnection": {"admin": ALL, "editor": ""},
     # A newsletter's readers are personal data: admins only. A suppression's "delete" is "Lift";
     # an edition's "change" is "Send to uncertain".
     "publishing_newsletter.newsletter": {"admin": "view add change", "editor": ""},
@@ -93,6 +95,8 @@ NOBODY = {
     "publishing_linkedin.linkedinconnection": "add",
     # Made by "Connect Bluesky" on the channel's page, never by the model's add form.
     "publishing_bluesky.blueskyconnection": "add",
+    # Made by "Connect Mastodon" (OAuth), never by a form.
+    "publishing_mastodon.mastodonconnection": "add",
     "publishing_newsletter.newsletter": "delete",
     # Added, imported and erased; their status is theirs to change (confirm, unsubscribe).
     "publishing_newsletter.subscriber": "change",
@@ -171,6 +175,19 @@ def build_side(tag: str) -> Side:
         app_password_encrypted=crypto.encrypt(f"{tag}-bluesky-app-password"),
         access_jwt_encrypted=crypto.encrypt(f"{tag}-bluesky-access"),
     )
+    mastodon_app, _created = MastodonApp.objects.get_or_create(
+        base_url="https://mastodon.example",
+        defaults={"client_id": "client", "client_secret_encrypted": crypto.encrypt("app-secret"), "scopes": "x"},
+    )
+    mastodon_channel = ChannelFactory(account=account, title=f"{tag} Mastodon Channel", platform="mastodon")
+    toots = MastodonConnection.objects.create(
+        channel=mastodon_channel,
+        app=mastodon_app,
+        account_id=f"{tag}1",
+        acct=f"{tag.lower()}tooter@mastodon.example",
+        display_name=f"{tag} Tooter Name",
+        access_token_encrypted=crypto.encrypt(f"{tag}-mastodon-access"),
+    )
     job = PublicationJobFactory(
         channel=git_channel,
         post_id=post.pk,
@@ -205,6 +222,7 @@ def build_side(tag: str) -> Side:
         "publishing_git.gitdestination": destination,
         "publishing_linkedin.linkedinconnection": connection,
         "publishing_bluesky.blueskyconnection": bluesky,
+        "publishing_mastodon.mastodonconnection": toots,
         "publishing_newsletter.newsletter": sender,
         "publishing_newsletter.subscriber": reader,
         "publishing_newsletter.suppression": suppression,
@@ -247,6 +265,11 @@ def build_side(tag: str) -> Side:
         f"{tag}-bluesky-app-password",
         f"{tag}-bluesky-access",
         bluesky.app_password_encrypted,
+        mastodon_channel.title,
+        toots.display_name,
+        toots.acct,
+        f"{tag}-mastodon-access",
+        toots.access_token_encrypted,
         letter.title,
         sender.sender_name,
         reader.email,

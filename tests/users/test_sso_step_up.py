@@ -325,6 +325,7 @@ def test_every_admin_that_shows_secrets_or_grants_access_asks_for_the_password()
         "publishing_git.gitdestination": step_up.StepUp.ALL_BUT_THE_LIST,
         "publishing_linkedin.linkedinconnection": step_up.StepUp.ALL_BUT_THE_LIST,
         "publishing_bluesky.blueskyconnection": step_up.StepUp.ALL_BUT_THE_LIST,
+        "publishing_mastodon.mastodonconnection": step_up.StepUp.ALL_BUT_THE_LIST,
         # Readers' addresses are personal data: every page of the subscribers and the suppressions (whose
         # details quote mail servers) names them, an edition's own page its failed and uncertain ones.
         "publishing_newsletter.subscriber": step_up.StepUp.EVERY_PAGE,

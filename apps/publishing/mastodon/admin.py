@@ -89,9 +89,9 @@ class MastodonConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     list_display = ("channel", "acct", "visibility", "connected_at")
     list_select_related = ("channel", "app")
     search_fields = ("channel__title", "acct")
-    readonly_fields = ("channel", "account", "instance", "limits", "access", "connected_by", "connected_at")
+    readonly_fields = ("channel", "mastodon_account", "instance", "limits", "access", "connected_by", "connected_at")
     fieldsets = (
-        (None, {"fields": ("channel", "account", "instance", "visibility", "language", "limits")}),
+        (None, {"fields": ("channel", "mastodon_account", "instance", "visibility", "language", "limits")}),
         (
             "Access (the token is stored encrypted and never shown)",
             {"fields": ("access", "connected_by", "connected_at")},
@@ -112,8 +112,8 @@ class MastodonConnectionAdmin(DomainErrorsAsMessages, ObjectButtonsAdmin):
     def has_add_permission(self, request):
         return False  # a connection is made by "Connect Mastodon" on the channel's page
 
-    @admin.display(description="account")
-    def account(self, obj: MastodonConnection) -> str:
+    @admin.display(description="Mastodon account")
+    def mastodon_account(self, obj: MastodonConnection) -> str:
         return f"{obj.display_name} (@{obj.acct})" if obj.display_name else f"@{obj.acct}"
 
     @admin.display(description="instance")

@@ -52,7 +52,7 @@ class MastodonConnection(models.Model):
     channel = models.OneToOneField("channels.Channel", on_delete=models.CASCADE, related_name="mastodon_connection")
     app = models.ForeignKey(MastodonApp, on_delete=models.PROTECT, related_name="connections", editable=False)
     account_id = models.CharField("account id", max_length=100, editable=False)
-    acct = models.CharField("account", max_length=300, editable=False, help_text="user@instance")
+    acct = models.CharField("Mastodon account", max_length=300, editable=False, help_text="user@instance")
     display_name = models.CharField(max_length=300, blank=True, editable=False)
     access_token_encrypted = models.TextField(editable=False)
     scopes = models.CharField(max_length=300, blank=True, editable=False)
