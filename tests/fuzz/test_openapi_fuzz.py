@@ -51,7 +51,9 @@ from tests.factories import (
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SEED = 20261122
+# One run, the same every time. Which chains a seed draws moves with the schema (a new platform in an
+# enum is enough): when CHAINED is no longer reached, try a few seeds and say so in the commit.
+SEED = 20261128
 # The stateful phase: this many scenarios (chains of operations), each at most this many steps long.
 STATEFUL_SCENARIOS = 120
 STATEFUL_STEPS = 10
