@@ -67,8 +67,8 @@ CHAINED = {
 # them. The channels list's link to a channel's posts is one of about 80 links, which 120 scenarios
 # do not always take (a new platform in an enum moves the draws), so it is looked for in the machine.
 INFERRED = {("GET_v1_channels___200", "GET_v1_channels_channel_id_posts")}
-# What a schema-valid request may get in the stateful phase: schemathesis' default, and 422.
-STATEFUL_ACCEPTED_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
+# What a schema-valid request may get in the stateful phase: schemathesis' default, 412 and 422 (below).
+STATEFUL_ACCEPTED_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", "412", "422", "429", "5xx"]
 # Checks turned off for one operation, each with its reason.
 CHECKS_OFF = {
     # `external_url` is an http(s) URL as Django's URLValidator reads it, which refuses some URIs that
@@ -135,7 +135,9 @@ def fuzz_config(
                     "max-steps": STATEFUL_STEPS,
                     # Chains reach real objects, whose state can refuse a schema-valid change with the
                     # documented 422 (a user set back to `invited`, the last admin demoted, a post published
-                    # twice): the rule checked stays "schema-valid input is never refused with a 400".
+                    # twice), and a schema-valid precondition can be false of them (`If-Unmodified-Since` a date
+                    # before the post's last change) with the documented 412 (RFC 9110): the rule checked
+                    # stays "schema-valid input is never refused with a 400".
                     "checks": {"positive_data_acceptance": {"expected-statuses": STATEFUL_ACCEPTED_STATUSES}},
                 },
             },
