@@ -169,6 +169,8 @@ def test_the_app_is_registered_again_when_the_services_address_changes(browser, 
         ("https://mastodon.social/@ada", "Type the instance's address only, without a path"),
         ("ftp://mastodon.social", "An instance's address is https://host"),
         ("http://mastodon.social", "An instance's address is https://host"),
+        ("not a valid thing", "is not an instance's address"),
+        ("mastodon.social:99999", "is not an instance's address"),
     ],
 )
 def test_an_address_that_is_no_instances_is_refused_with_a_form_error(

@@ -8,6 +8,8 @@ from functools import partial
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
@@ -55,9 +57,12 @@ def _base_url(address: str) -> str:
     try:
         host = parts.hostname.encode("idna").decode("ascii")
         port = parts.port
-    except (UnicodeError, ValueError):
+        base_url = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+        # IDNA takes a space or a stray symbol in a label: a host name must be one Django's URLs take.
+        URLValidator(schemes=["http", "https"])(base_url)
+    except (UnicodeError, ValueError, ValidationError):
         raise field_error("instance", "invalid", f"{address!r} is not an instance's address.") from None
-    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+    return base_url
 
 
 def app_for(*, base_url: str, redirect_uri: str) -> MastodonApp:
