@@ -18,6 +18,8 @@ from authlib.integrations.requests_client import OAuth2Session, OAuthError
 from django.conf import settings
 from django.utils import timezone
 
+from apps.core import refusals
+
 RESTLI_PROTOCOL = "2.0.0"
 # A Retry-After further away than this is read as this (a day: LinkedIn's quotas reset daily).
 MAX_RETRY_AFTER = 86400.0
@@ -54,15 +56,7 @@ def _retry_after(value: str | None) -> float | None:
 
 def _message(response: requests.Response) -> str:
     """LinkedIn's own words for a refusal (its JSON `message`, an OAuth `error_description`)."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        for key in ("message", "error_description", "error"):
-            if isinstance(body.get(key), str) and body[key].strip():
-                return " ".join(body[key].split())[:500]
-    return f"HTTP {response.status_code} {response.reason or ''}".strip()
+    return refusals.words(response, ("message", "error_description", "error"))
 
 
 def _no_answer(exc: requests.RequestException, what: str) -> ApiError:

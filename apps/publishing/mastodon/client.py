@@ -16,6 +16,7 @@ import requests
 from authlib.integrations.requests_client import OAuth2Session, OAuthError
 from django.conf import settings
 
+from apps.core import refusals
 from apps.core.addresses import BlockedRequest, guard
 
 # What the service asks an account to grant: posting statuses and media, reading who it is, and
@@ -56,15 +57,7 @@ def _seconds_until(value: str | None) -> float | None:
 
 def _message(response: requests.Response) -> str:
     """The instance's own words for a refusal (Mastodon's `error`, `error_description`)."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        for key in ("error_description", "error"):
-            if isinstance(body.get(key), str) and body[key].strip():
-                return " ".join(body[key].split())[:500]
-    return f"HTTP {response.status_code} {response.reason or ''}".strip()
+    return refusals.words(response, ("error_description", "error"))
 
 
 def _no_answer(exc: requests.RequestException, what: str) -> ApiError:
