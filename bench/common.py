@@ -171,7 +171,7 @@ def worker(name: str, env: dict | None = None) -> Process:
 
 def receiver(name: str, port: int, secret: str, *options: str) -> Process:
     """A webhook receiver process (bench/receiver.py) on 127.0.0.1:`port`; not yet waited for."""
-    return Process(name, [PYTHON, "bench/receiver.py", str(port), secret, *options])
+    return Process(name, [PYTHON, "-m", "bench.receiver", str(port), secret, *options])
 
 
 def content_plan_child() -> dict:

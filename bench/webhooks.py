@@ -7,8 +7,11 @@ process posting the same signed bodies over one pooled requests session (bench/w
 """
 
 import json
+import os
+import resource
 import subprocess
 import time
+from pathlib import Path
 
 from bench.common import (
     PYTHON,
@@ -43,14 +46,20 @@ def bench_webhooks(events: int = WEBHOOK_EVENTS) -> dict:
     delivering = worker("worker")
     try:
         delivering.wait_for_log(" ready.")
+        worker_cpu, receiver_cpu = group_cpu(delivering.popen.pid), group_cpu(listener.popen.pid)
         first_commit = _emit_all(account, data, post_id, events)
         last = _wait_delivered(endpoint, events, delivering.log_path)
+        worker_cpu = group_cpu(delivering.popen.pid) - worker_cpu
+        receiver_cpu, floor_receiver_cpu = group_cpu(listener.popen.pid) - receiver_cpu, group_cpu(listener.popen.pid)
         worker_stats = http_json(stats_url)
         attempts = sum(Delivery.objects.filter(endpoint=endpoint).values_list("attempts", flat=True))
     finally:
         delivering.stop()
     try:
+        floor_client_cpu = _children_cpu()
         floor = _floor(endpoint)
+        floor_client_cpu = _children_cpu() - floor_client_cpu
+        floor_receiver_cpu = group_cpu(listener.popen.pid) - floor_receiver_cpu
         floor_stats = http_json(stats_url)
     finally:
         listener.stop()
@@ -67,7 +76,31 @@ def bench_webhooks(events: int = WEBHOOK_EVENTS) -> dict:
         "ratio": (events / seconds) / (floor["ok"] / floor["seconds"]),
         "concurrency": WORKER_CONCURRENCY,
         "body_bytes": len(json.dumps(data)),
+        # CPU milliseconds per delivery: far less sensitive to the machine's other load than the rates.
+        "worker_cpu_ms": worker_cpu * 1000 / events,
+        "receiver_cpu_ms": receiver_cpu * 1000 / events,
+        "floor_cpu_ms": floor_client_cpu * 1000 / max(floor["ok"], 1),
+        "floor_receiver_cpu_ms": floor_receiver_cpu * 1000 / max(floor["ok"], 1),
     }
+
+
+def group_cpu(pgid: int) -> float:
+    """CPU seconds (user and system) used so far by the live processes of a process group."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = subprocess.run(["ps", "-o", "pid=", "-g", str(pgid)], capture_output=True, text=True).stdout.split()
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:  # ended meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / tick
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _emit_all(account, data: dict, post_id: int, events: int) -> float:
@@ -114,7 +147,7 @@ def _floor(endpoint) -> dict:
             out.write(json.dumps({"delivery": str(pk), "event": kind, "body": body}) + "\n")
     http_json(f"http://127.0.0.1:{RECEIVER_PORT}/reset", data=b"")
     floor_run = subprocess.run(
-        [PYTHON, "bench/webhook_floor.py", f"http://127.0.0.1:{RECEIVER_PORT}/hook", endpoint.secret, str(bodies)],
+        [PYTHON, "-m", "bench.webhook_floor", f"http://127.0.0.1:{RECEIVER_PORT}/hook", endpoint.secret, str(bodies)],
         cwd=ROOT,
         env=child_env(),
         capture_output=True,
@@ -144,5 +177,9 @@ def webhooks_section(hooks: dict) -> list[str]:
         "",
         f"Attempts: {hooks['attempts']:,} for {hooks['events']:,} deliveries; receiver: "
         f"{hooks['receiver']['received']:,} requests, {hooks['receiver']['bad_signatures']} bad signatures.",
+        "",
+        f"CPU per delivery: the worker (all its processes) {hooks['worker_cpu_ms']:.2f} ms, the floor's process "
+        f"{hooks['floor_cpu_ms']:.2f} ms; the receiver {hooks['receiver_cpu_ms']:.2f} ms for the worker's requests, "
+        f"{hooks['floor_receiver_cpu_ms']:.2f} ms for the floor's (PostgreSQL and Redis not counted).",
         "",
     ]
