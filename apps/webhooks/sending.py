@@ -32,6 +32,11 @@ UNSIGNABLE = (
 # Where deliveries go on to the broker (services.enqueue).
 HandOver = Callable[[list[str]], None]
 
+# The fewest attempts a batch hands its recorder at once: each recording is a transaction (the
+# endpoint locked, its health, the attempts, the deliveries), and recordings of one or two attempts
+# cost more CPU than the overlap saves; the attempts made while one is written join the next.
+RECORDING_AT_LEAST = 10
+
 # What recording an attempt changes on the delivery.
 _OUTCOME_FIELDS = (
     "status",
@@ -166,12 +171,13 @@ def _send_batch(
     No further attempt is started once WEBHOOK_TIMEOUT has passed since the claim, after an
     attempt that got no answer (the endpoint hangs or refuses: the rest would only wait behind
     it), or once the endpoint's failures in a row reach the breaker's threshold. The rest go back
-    unattempted. With a `recorder`, the attempts made so far are written on it, in one transaction,
-    while the next ones are sent (the network overlaps the bookkeeping; one recording at a time,
-    in order, so the endpoint's health counts them as they were made); without one, and for what
-    is left at the end, here. A worker that dies leaves what it sent and had not recorded yet (at
-    most the attempts of one recording and those sent meanwhile) to be sent again once their lease
-    runs out (receivers deduplicate by delivery id); nothing it recorded is sent again.
+    unattempted. With a `recorder`, the attempts made so far (RECORDING_AT_LEAST or more) are
+    written on it, in one transaction, while the next ones are sent (the network overlaps the
+    bookkeeping; one recording at a time, in order, so the endpoint's health counts them as they
+    were made); without one, and for what is left at the end, here. A worker that dies leaves what
+    it sent and had not recorded yet (the attempts of the recording under way and those sent
+    meanwhile) to be sent again once their lease runs out (receivers deduplicate by delivery id);
+    nothing it recorded is sent again (docs/webhooks.md, What a crash leaves).
     """
     endpoint = deliveries[0].endpoint
     failures, lease = endpoint.consecutive_failures, deliveries[0].locked_until
@@ -187,7 +193,7 @@ def _send_batch(
             or failures >= settings.WEBHOOK_BREAKER_THRESHOLD
         ):
             break
-        if recorder is not None and unrecorded and (recording is None or recording.done()):
+        if recorder is not None and len(unrecorded) >= RECORDING_AT_LEAST and (recording is None or recording.done()):
             attempts.extend(recording.result()[1] if recording else [])
             recording, unrecorded = recorder.submit(partial(record, unrecorded, [], final=False)), []
         started_at = timezone.now()

@@ -6,14 +6,14 @@ import pytest
 from django.db import transaction
 
 from apps.core.threads import WorkerThreads
-from apps.webhooks import transport
+from apps.webhooks import sending, transport
 from apps.webhooks.models import Delivery, DeliveryStatus, EventInput, WebhookEndpoint
 from apps.webhooks.services import deliveries_attempt, events_emit
 
 # The recorder thread has a connection of its own: the test's rows must be committed for it.
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BATCH = 10
+BATCH = 30
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_with_a_recorder_a_batch_writes_its_first_outcomes_while_it_sends_the_re
     assert len(attempts) == BATCH
     assert [str(attempt.delivery.pk) for attempt in attempts] == batch
     assert Delivery.objects.filter(status=DeliveryStatus.SUCCEEDED, attempts=1, locked_until=None).count() == BATCH
-    assert recorded_at_each_send[0] == 0
+    assert recorded_at_each_send[: sending.RECORDING_AT_LEAST + 1] == [0] * (sending.RECORDING_AT_LEAST + 1)
     assert 0 < recorded_at_each_send[-1] < BATCH
     # In order: a delivery's outcome is never written before an earlier one's.
     assert recorded_at_each_send == sorted(recorded_at_each_send)
@@ -69,8 +69,9 @@ def test_without_a_recorder_a_batch_writes_its_outcomes_once_its_attempts_are_do
 
 
 def test_failures_in_a_row_over_several_recordings_open_the_breaker_at_its_threshold(
-    batch, endpoint, receiver, recorder, recorded_at_each_send, settings
+    batch, endpoint, receiver, recorder, recorded_at_each_send, settings, monkeypatch
 ):
+    monkeypatch.setattr(sending, "RECORDING_AT_LEAST", 2)
     settings.WEBHOOK_BREAKER_THRESHOLD = 4
     receiver.default = (500, 0.02)
     attempts = deliveries_attempt(delivery_ids=batch, recorder=recorder)
@@ -78,6 +79,6 @@ def test_failures_in_a_row_over_several_recordings_open_the_breaker_at_its_thres
     assert recorded_at_each_send[-1] > 0  # the four were written in more than one recording
     endpoint = WebhookEndpoint.objects.get(pk=endpoint.pk)
     assert endpoint.consecutive_failures == 4 and endpoint.held_back
-    # The six not attempted keep their attempts and no longer hold a lease.
+    # The others, not attempted, keep their attempts and no longer hold a lease.
     untouched = Delivery.objects.filter(pk__in=batch[4:])
     assert list(untouched.values_list("attempts", "locked_until", "status").distinct()) == [(0, None, "pending")]
