@@ -15,6 +15,7 @@ from apps.core.errors import InvalidInput
 from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.newsletter import message
 from apps.publishing.newsletter.mail_errors import UNCERTAIN_ERROR
+from apps.publishing.newsletter.marks import window_of
 from apps.publishing.newsletter.models import (
     Delivery,
     DeliveryState,
@@ -91,26 +92,32 @@ def edition_recount(*, edition_id: int) -> None:
 
 
 def recover(edition_id: int) -> int:
-    """Settle the batches a dead sender left `claimed`: its record in flight (the lowest id, see the
-    module's docstring) becomes `uncertain`, the others go back to `pending`. Only for a caller
-    that holds the edition's job (its lease is the lock). Returns how many became uncertain."""
+    """Settle the batches a dead sender left `claimed`: the lowest ids of each, as many as its
+    window (the messages that may have gone out unmarked, see marks.py), become `uncertain`, the
+    others go back to `pending`. Only for a caller that holds the edition's job (its lease is the
+    lock). Returns how many became uncertain."""
     now = timezone.now()
-    batches = (
-        Delivery.objects.filter(edition_id=edition_id, state=DeliveryState.CLAIMED)
-        .order_by()
-        .values("batch")
-        .annotate(first=Min("id"))
-        .values_list("batch", "first")
-    )
-    uncertain = 0
     with transaction.atomic():
-        for batch, first in list(batches):
-            uncertain += Delivery.objects.filter(pk=first, state=DeliveryState.CLAIMED).update(
-                state=DeliveryState.UNCERTAIN, batch="", settled_at=now, error=UNCERTAIN_ERROR
-            )
-            Delivery.objects.filter(edition_id=edition_id, state=DeliveryState.CLAIMED, batch=batch).update(
-                state=DeliveryState.PENDING, batch="", next_attempt_at=None
-            )
+        # Locked, and read after any sender's commit of the same records: a record its outcome
+        # settled meanwhile is no longer `claimed`, so the window is counted from the right place.
+        claimed = list(
+            Delivery.objects.select_for_update()
+            .filter(edition_id=edition_id, state=DeliveryState.CLAIMED)
+            .order_by("id")
+            .values_list("id", "batch")
+        )
+        doubtful: list[int] = []
+        seen: dict[str, int] = {}
+        for record_id, batch in claimed:
+            seen[batch] = seen.get(batch, 0) + 1
+            if seen[batch] <= window_of(batch):
+                doubtful.append(record_id)
+        uncertain = Delivery.objects.filter(pk__in=doubtful).update(
+            state=DeliveryState.UNCERTAIN, batch="", settled_at=now, error=UNCERTAIN_ERROR
+        )
+        Delivery.objects.filter(edition_id=edition_id, state=DeliveryState.CLAIMED).update(
+            state=DeliveryState.PENDING, batch="", next_attempt_at=None
+        )
     if uncertain:
         logger.warning("newsletter edition=%s recovered after a crash: uncertain=%d", edition_id, uncertain)
     return uncertain

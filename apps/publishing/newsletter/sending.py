@@ -5,16 +5,18 @@ mailing anyone twice.
 When its job first runs, the edition is frozen: its parts rendered once, and one Delivery record
 per confirmed, not suppressed subscriber (unique per pair). The sender then takes records in
 batches (SELECT … FOR UPDATE SKIP LOCKED), marks them `claimed` by the batch, and sends them one
-at a time in id order over one connection per batch, marking each `sent` in its own statement as
-soon as the server accepts it. So at any moment at most one `claimed` record per batch may have
-gone out without being marked: the lowest-id one. After a crash, that record becomes `uncertain`
-(never sent again by itself: the Settings area offers "Send to uncertain" as a decision) and the
-rest of its batch goes back to `pending`.
+at a time in id order over one connection per batch. Their outcomes are committed a window at a
+time (marks.py): a message is handed over only while fewer than the batch's window of outcomes
+wait. So at any moment the records that may have gone out without being marked are among the
+batch's lowest-id `claimed` ones, at most its window. After a crash, those become `uncertain`
+(never sent again by themselves: the Settings area offers "Send to uncertain" as a decision) and
+the rest of the batch goes back to `pending`. The batch is released only once its outcomes are
+committed: a record put back is never one that went out.
 
 The job's lease is the lock: one job of a channel runs at a time (apps/publishing/services.py),
 so a job that starts finds every `claimed` record left by a dead predecessor. The sender stops
 starting messages at the job's deadline, well within the lease; should a lease still be taken
-over, a record it no longer holds is not marked, and the sender stops there.
+over, a record it no longer holds is not marked, and the sender stops there (marks.Lost).
 
 The edition's freezing, counters and recovery are in editions.py; what each mail error means, in
 mail_errors.py.
@@ -22,15 +24,13 @@ mail_errors.py.
 
 import logging
 import time
-import uuid
-from dataclasses import dataclass
 from datetime import timedelta
 from email.utils import parseaddr
 
 from django.conf import settings
 from django.core import mail
 from django.core.mail.backends.smtp import EmailBackend as SmtpBackend
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -47,6 +47,7 @@ from apps.publishing.newsletter.editions import (
     recover,
 )
 from apps.publishing.newsletter.mail_errors import Verdict, verdict_of
+from apps.publishing.newsletter.marks import Lost, Marks, batch_tag
 from apps.publishing.newsletter.models import (
     Delivery,
     DeliveryState,
@@ -67,21 +68,6 @@ AFTER_UNKNOWN = 1.0
 
 
 # --- sending -------------------------------------------------------------------------------------
-
-
-@dataclass
-class Tally:
-    """A batch's settled records, added to the edition's counters in one statement."""
-
-    sent: int = 0
-    failed: int = 0
-    suppressed: int = 0
-    uncertain: int = 0
-
-    def save(self, edition_id: int) -> None:
-        changes = {name: F(name) + value for name, value in vars(self).items() if value}
-        if changes:
-            Edition.objects.filter(pk=edition_id).update(**changes)
 
 
 def _message_id(sent) -> str:
@@ -146,7 +132,7 @@ class Sender:
 
     def _claim(self) -> str | None:
         now = timezone.now()
-        batch = uuid.uuid4().hex
+        batch = batch_tag()
         with transaction.atomic():
             ids = list(
                 Delivery.objects.select_for_update(skip_locked=True)
@@ -159,26 +145,6 @@ class Sender:
                 return None
             Delivery.objects.filter(pk__in=ids).update(state=DeliveryState.CLAIMED, batch=batch)
         return batch
-
-    def _settle(self, record_id: int, batch: str, **fields) -> bool:
-        """One record's outcome, in its own statement (autocommit); False when the batch no longer
-        holds it."""
-        fields.setdefault("settled_at", timezone.now())
-        return bool(
-            Delivery.objects.filter(pk=record_id, batch=batch, state=DeliveryState.CLAIMED).update(batch="", **fields)
-        )
-
-    def _mark_sent(self, record_id: int, batch: str, message_id: str, attempts: int) -> bool:
-        """_settle() of a sent record, the statement run once per message: written in SQL, as the
-        ORM's building of the same UPDATE costs more than the database's running of it (0.9 ms
-        against 0.5 ms here), and it is in every message's path between two sends."""
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {Delivery._meta.db_table} SET state = %s, batch = '', message_id = %s, attempts = %s, "  # noqa: S608 (the model's own table)
-                "settled_at = %s WHERE id = %s AND batch = %s AND state = %s",
-                [DeliveryState.SENT, message_id, attempts, timezone.now(), record_id, batch, DeliveryState.CLAIMED],
-            )
-            return cursor.rowcount == 1
 
     def _release(self, batch: str) -> None:
         """The batch's records not sent yet go back to `pending`, due at once."""
@@ -194,7 +160,6 @@ class Sender:
                 "id", "attempts", "subscriber__email", "subscriber__name", "subscriber__token", "subscriber__status"
             )
         )
-        tally = Tally()
         blocked = suppressions_of(self.channel, {email_hash(email) for _, _, email, *_ in records if email})
         # Gone since the audience was frozen: erased, unsubscribed or unconfirmed, or suppressed.
         gone = [
@@ -203,17 +168,31 @@ class Sender:
             if record[2] is None or record[5] != SubscriberStatus.CONFIRMED or email_hash(record[2]) in blocked
         ]
         if gone:
-            tally.suppressed += Delivery.objects.filter(pk__in=gone, batch=batch, state=DeliveryState.CLAIMED).update(
-                state=DeliveryState.SUPPRESSED, batch="", settled_at=timezone.now()
-            )
+            with transaction.atomic():
+                suppressed = Delivery.objects.filter(pk__in=gone, batch=batch, state=DeliveryState.CLAIMED).update(
+                    state=DeliveryState.SUPPRESSED, batch="", settled_at=timezone.now()
+                )
+                Edition.objects.filter(pk=self.edition.pk).update(suppressed=F("suppressed") + suppressed)
         settled = set(gone)
         records = [record for record in records if record[0] not in settled]
+        marks = Marks(edition_id=self.edition.pk, batch=batch)
         try:
             if records:
-                self._send_records(batch, records, tally)
+                self._send_records(batch, records, marks)
+        except Lost:
+            logger.warning("newsletter edition=%s lost batch %s; stopping it", self.edition.pk, batch)
         finally:
-            self._release(batch)
-            tally.save(self.edition.pk)
+            self._end_batch(batch, marks)
+
+    def _end_batch(self, batch: str, marks: Marks) -> None:
+        """Commit the outcomes waiting, then put the rest back. Only in that order: should the
+        commit fail, the batch stays `claimed` for recovery, which knows its window, rather than
+        going back with records in it whose messages went out."""
+        try:
+            marks.commit()
+        except Lost:
+            logger.warning("newsletter edition=%s lost batch %s; stopping it", self.edition.pk, batch)
+        self._release(batch)
 
     @staticmethod
     def _open():
@@ -225,13 +204,14 @@ class Sender:
             raise PublishError(f"The mail server could not be reached: {exc}") from exc
         return connection
 
-    def _send_records(self, batch: str, records: list, tally: Tally) -> None:
+    def _send_records(self, batch: str, records: list, marks: Marks) -> None:
         connection = self._open()
         try:
             for record_id, attempts, email, name, token, _ in records:
                 self.pace.wait(self.deadline)
                 if time.monotonic() >= self.deadline:
                     return
+                marks.make_room()
                 if _dropped(connection):
                     _close(connection)
                     connection = self._open()
@@ -242,13 +222,9 @@ class Sender:
                     if verdict.kind == "uncertain":
                         # No QUIT to a server that may be hanging: that would wait out another timeout.
                         _close(connection, hard=True)
-                    if not self._refused(record_id, attempts, email, batch, verdict, tally):
-                        return
+                    self._refused(record_id, attempts, email, verdict, marks)
                     continue
-                if not self._mark_sent(record_id, batch, message_id, attempts + 1):
-                    logger.warning("newsletter edition=%s lost batch %s; stopping it", self.edition.pk, batch)
-                    return
-                tally.sent += 1
+                marks.add(record_id, DeliveryState.SENT, message_id=message_id, attempts=attempts + 1)
                 self.sent += 1
         finally:
             _close(connection)
@@ -266,14 +242,13 @@ class Sender:
         connection.connection.sendmail(serialized.from_address, [serialized.to_address], serialized.data)
         return serialized.message_id
 
-    def _refused(self, record_id: int, attempts: int, email: str, batch: str, verdict: Verdict, tally: Tally) -> bool:
-        """Settle a record whose send did not go through; False when the batch must stop."""
+    def _refused(self, record_id: int, attempts: int, email: str, verdict: Verdict, marks: Marks) -> None:
+        """The outcome of a record whose send did not go through."""
         attempts += 1
         if verdict.kind == "halt":
             raise PublishError(verdict.error)
         if verdict.kind == "uncertain":
-            if self._settle(record_id, batch, state=DeliveryState.UNCERTAIN, error=verdict.error, attempts=attempts):
-                tally.uncertain += 1
+            marks.add(record_id, DeliveryState.UNCERTAIN, error=verdict.error, attempts=attempts)
             logger.warning("newsletter edition=%s delivery=%s uncertain: %s", self.edition.pk, record_id, verdict.error)
             # The connection is in an unknown state: the rest of the batch goes back (see _send_batch).
             stopped = f"Stopped after a message whose fate is unknown: {verdict.error}"
@@ -289,21 +264,17 @@ class Sender:
             )
         delay = retry_delay(attempts, settings.PUBLISH_RETRY_DELAYS) if verdict.kind == "retry" else None
         if delay is not None:
-            return bool(
-                Delivery.objects.filter(pk=record_id, batch=batch, state=DeliveryState.CLAIMED).update(
-                    state=DeliveryState.PENDING,
-                    batch="",
-                    attempts=attempts,
-                    error=verdict.error,
-                    next_attempt_at=timezone.now() + timedelta(seconds=delay),
-                )
+            marks.add(
+                record_id,
+                DeliveryState.PENDING,
+                attempts=attempts,
+                error=verdict.error,
+                next_attempt_at=timezone.now() + timedelta(seconds=delay),
             )
+            return
         if verdict.kind == "retry":
             verdict = Verdict("failed", f"{verdict.error} Gave up after {attempts} attempts.")
-        if not self._settle(record_id, batch, state=DeliveryState.FAILED, error=verdict.error, attempts=attempts):
-            return False
-        tally.failed += 1
-        return True
+        marks.add(record_id, DeliveryState.FAILED, error=verdict.error, attempts=attempts)
 
 
 # --- the destination -----------------------------------------------------------------------------
