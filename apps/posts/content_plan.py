@@ -19,6 +19,7 @@ from django.utils import timezone
 from apps.channels.models import Platform, through_destination
 from apps.posts.events import PostEvent
 from apps.posts.lifecycle import posts_hand_over, posts_put
+from apps.posts.lookups import AnyOf
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.serializers import posts_webhook_data
 from apps.publishing.models import JobAction, PublicationJob
@@ -78,13 +79,13 @@ def _due_batch(*, now: datetime, batch_size: int, after: Position | None) -> tup
     # scan, whose plan PostgreSQL picks from the jobs table's statistics: stale after a mass
     # deletion, they made it read the whole table for every batch (105 s for 100,000 posts).
     handed_over = set(
-        PublicationJob.objects.filter(post_id__in=list(scanned), action=JobAction.PUBLISH).values_list(
+        PublicationJob.objects.filter(AnyOf("post_id", scanned), action=JobAction.PUBLISH).values_list(
             "post_id", "scheduled_for"
         )
     )
     locked = (
         Post.objects.filter(
-            pk__in=[pk for pk, at in scanned.items() if (pk, at) not in handed_over],
+            AnyOf("id", [pk for pk, at in scanned.items() if (pk, at) not in handed_over]),
             publication_status=PublicationStatus.SCHEDULED,
         )
         .select_for_update(skip_locked=True, of=("self",))

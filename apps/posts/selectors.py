@@ -28,6 +28,7 @@ from apps.core.paging import Window, skipped
 from apps.core.prepared import PreparedLookup
 from apps.media.selectors import image_of, media_shown_in, shows_media
 from apps.posts import page_anchors
+from apps.posts.lookups import AnyOf
 from apps.posts.models import Media, Post, PostQuerySet, PublicationStatus, Tag, shown_at
 from apps.publishing.models import JobAction
 from apps.publishing.selectors import latest_publications
@@ -173,8 +174,8 @@ def post_rows(posts: QuerySet, columns: Columns, *, channels: dict | None = None
     id_position = 1 + columns.own.index("id")
     ids = [row[id_position] for row in values]
     # In the orders the single-post form uses: tags by name, media by position.
-    tags = _rows_by(Tag.objects.filter(posts__in=ids).order_by("name", "id"), "posts__id", columns.tags)
-    media = _rows_by(Media.objects.filter(post__in=ids).order_by("position", "id"), "post_id", columns.media)
+    tags = _rows_by(Tag.objects.filter(AnyOf("posts__id", ids)).order_by("name", "id"), "posts__id", columns.tags)
+    media = _rows_by(Media.objects.filter(AnyOf("post_id", ids)).order_by("position", "id"), "post_id", columns.media)
     make = row_type((*columns.own, *NESTED))._make
     return [
         make((*fields, channels[channel_id], tags.get(pk, []), media.get(pk, [])))

@@ -20,6 +20,7 @@ from apps.core.destinations import Document
 from apps.core.markdown import markdown_text, summary
 from apps.core.serializers import ResponseSerializer, UtcDateTimeField
 from apps.posts import selectors
+from apps.posts.lookups import AnyOf
 from apps.posts.models import MediaKind, Post, PublicationStatus
 from apps.publishing.models import JobAction, JobState
 from apps.publishing.selectors import publication_row
@@ -163,14 +164,16 @@ def posts_webhook_data(post_ids: Iterable[int], channels: dict | None = None) ->
     `channels` (id -> channel, with its account and posts_count), when given, is used and filled
     in: a caller rendering many batches reads each channel once.
     """
-    rows = selectors.post_rows(Post.objects.filter(pk__in=list(post_ids)), selectors.CONTENT_COLUMNS, channels=channels)
+    rows = selectors.post_rows(Post.objects.filter(AnyOf("id", post_ids)), selectors.CONTENT_COLUMNS, channels=channels)
     # One serializer for the batch: each channel is rendered once, not once per post.
     data = PostContentSerializer(rows, many=True).data
     return [(row.channel, row.id, item) for row, item in zip(rows, data, strict=True)]
 
 
-def post_webhook_data(post: Post) -> dict:
-    [(_, _, data)] = posts_webhook_data([post.pk])
+def post_webhook_data(post: Post, *, channel: Channel | None = None) -> dict:
+    """`data.post` of one post; `channel` (with its account and team), when the caller has read it,
+    is not read again."""
+    [(_, _, data)] = posts_webhook_data([post.pk], None if channel is None else {channel.pk: channel})
     return data
 
 

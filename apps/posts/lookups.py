@@ -1,0 +1,36 @@
+"""`AnyOf(column, ids)`: a filter on a batch's ids with one parameter, an array, where PostgreSQL
+takes one (`column = ANY(%s)`), in place of `column__in=ids` and its placeholder per id.
+
+A content plan batch filters on a thousand ids in several queries: with `__in`, Django prepares each
+id as a parameter of its own and psycopg splits and quotes a query string with a thousand
+placeholders, which took a tenth of a run's time; PostgreSQL parses that list again too. Other
+databases get the `IN` list. Used as a boolean expression in `filter()` (no registration: it
+changes no other lookup).
+"""
+
+from collections.abc import Iterable
+
+from django.db.models import F, Lookup
+
+
+class AnyOf(Lookup):
+    lookup_name = "any_of"
+    # The ids go to the database as one array, not through the field's value preparation one by one.
+    prepare_rhs = False
+
+    def __init__(self, column: str, ids: Iterable[int]) -> None:
+        super().__init__(F(column), [int(pk) for pk in ids])
+
+    def as_sql(self, compiler, connection):
+        lhs, params = self.process_lhs(compiler, connection)
+        sql, ids = any_of_sql(lhs, self.rhs, connection.vendor)
+        return sql, [*params, *ids]
+
+
+def any_of_sql(column: str, ids: list[int], vendor: str) -> tuple[str, list]:
+    """The condition "`column` is one of `ids`" in SQL, with its parameters (for raw statements too)."""
+    if not ids:
+        return "1 = 0", []
+    if vendor == "postgresql":
+        return f"{column} = ANY(%s::bigint[])", [ids]
+    return f"{column} IN ({', '.join(['%s'] * len(ids))})", ids
