@@ -28,6 +28,8 @@ from bench.common import (
 )
 
 PLAN_SIZES = (10_000, 100_000)
+# Issue 58's target for the run at the largest size against its floor (it was 3x before).
+RATIO_TARGET = 1.5
 # Fresh statistics after a run moved or wrote many rows, for the checks' plans.
 ANALYZE = (
     "analyze posts_post; analyze posts_apipublication; analyze publishing_publicationjob; analyze webhooks_event; "
@@ -290,6 +292,7 @@ def plan_section(plan: dict) -> list[str]:
         *lines,
         "",
         f"Floor at {n:,} posts: {plan['floor_seconds']:.1f} s. Ratio {plan['ratio']:.2f}x the floor: "
-        f"{verdict(plan['ratio'] <= 3)} (≤3x). Memory flat in the number of posts: {verdict(flat)}.",
+        f"{verdict(plan['ratio'] <= RATIO_TARGET)} (≤{RATIO_TARGET}x). "
+        f"Memory flat in the number of posts: {verdict(flat)}.",
         "",
     ]
