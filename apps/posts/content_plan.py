@@ -45,12 +45,18 @@ class ContentPlanResult:
         return self.publishing_pending + self.published + self.handed_over
 
 
-def _emit(kind: str, post_ids: list[int], channels: dict) -> None:
-    payloads = posts_webhook_data(post_ids, channels)
-    events_emit(
-        kind=kind,
-        items=[EventInput(account=channel.account, data={"post": data}, post_id=pk) for channel, pk, data in payloads],
-    )
+def _emit(kinds: dict[str, list[int]], channels: dict) -> None:
+    """The batch's events, of each kind for its posts (in id order): the posts of every kind are
+    read and rendered together, three queries a batch rather than three a kind."""
+    every = [pk for post_ids in kinds.values() for pk in post_ids]
+    payloads = {pk: (channel, data) for channel, pk, data in posts_webhook_data(every, channels)}
+    for kind, post_ids in kinds.items():
+        if post_ids:
+            items = [
+                EventInput(account=payloads[pk][0].account, data={"post": payloads[pk][1]}, post_id=pk)
+                for pk in sorted(post_ids)
+            ]
+            events_emit(kind=kind, items=items)
 
 
 # Where a batch ends in the order of the scan: (scheduled_at, id).
@@ -111,10 +117,10 @@ def _move_batch(
     direct = [post_id for post_id, platform, *_ in due if platform == Platform.BLOG]
     if external:
         posts_hand_over(post_ids=external, now=now)
-        _emit(PostEvent.PUBLISHING_PENDING, external, channels)
     if direct:
         posts_put(post_ids=direct, status=PublicationStatus.PUBLISHED, now=now)
-        _emit(PostEvent.PUBLISHED, direct, channels)
+    if external or direct:
+        _emit({PostEvent.PUBLISHING_PENDING: external, PostEvent.PUBLISHED: direct}, channels)
     # A post whose publication already waits in a queued job (its "Publish now", waiting for a
     # retry) gets no second one (jobs_enqueue), and is not counted as handed over.
     handed = []

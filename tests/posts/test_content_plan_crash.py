@@ -77,7 +77,7 @@ def test_a_run_killed_in_the_middle_of_a_batch_loses_nothing_and_moves_nothing_t
     rest = [*_due(held, late, 2), *_due(feed, late, 2)]
     # Another session holds the held blog's channel row: the run's batch stops inside its
     # transaction at the statement that moves that blog's posts (their trigger locks the channel),
-    # after it has moved the batch's api post and written its event.
+    # after it has moved the batch's api post.
     with psycopg.connect(database_url(), autocommit=False) as holder:
         holder.execute("SELECT id FROM channels_channel WHERE id = %s FOR UPDATE", [held.pk])
         run = _start_run()
