@@ -135,6 +135,8 @@ class JobContext:
     # Where the post lived after its last successful job (empty: nowhere yet, or removed).
     previous_path: str
     deadline: float  # time.monotonic() after which no new operation is started
+    # Which attempt this is (1: the first; a later one may find what an earlier one did).
+    attempt: int = 1
 
 
 class Destination(Protocol):
@@ -289,8 +291,8 @@ class Subject(Protocol):
     def document(self, *, post_id: int, action: str, published_at: datetime | None) -> Document | None:
         """The post as it is now, for a job; None when it no longer exists."""
 
-    def confirmed(self, *, job) -> None:
-        """The destination confirmed the job (called in the transaction that records it)."""
+    def confirmed(self, *, jobs: list) -> None:
+        """The destination confirmed the jobs (a batch's, called in the transaction that records them)."""
 
     def failed(self, *, job) -> None:
         """The job failed for good (called in the transaction that records it)."""

@@ -4,19 +4,21 @@ outcome). Registered with the pipeline as its `Subject` by PostsConfig.ready()."
 
 from datetime import datetime
 
+from django.db.models import Case, DateTimeField, Value, When
 from django.urls import reverse
 from django.utils import timezone
 
 from apps.channels.models import Platform
 from apps.core.destinations import Document
 from apps.posts.events import PostEvent
-from apps.posts.lifecycle import emit, locked_post_or_none, put_state
+from apps.posts.lifecycle import state_values
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.outcomes import moved
 from apps.posts.selectors import SOURCES
-from apps.posts.serializers import document, post_webhook_data, publication_webhook_data
+from apps.posts.serializers import document, post_webhook_data, posts_webhook_data, publication_webhook_data
 from apps.publishing.models import JobAction, PublicationJob
-from apps.webhooks.services import event_emit
+from apps.webhooks.models import EventInput
+from apps.webhooks.services import event_emit, events_emit
 
 
 def blog_link(post: Post) -> str | None:
@@ -38,19 +40,47 @@ def blog_link(post: Post) -> str | None:
     return article.channel.post_url(article.slug) if article is not None else None
 
 
+def posts_publications_confirmed(*, jobs: list[PublicationJob]) -> list[int]:
+    """The destination has the posts of these jobs (one job's, or a batch's recorded in one
+    transaction): each first publication makes its post `published`, dated as its job says, and
+    sends `post.published`; for the batch, one lock of the posts, one UPDATE and one insert of the
+    events. Not for a post published already, nor one the editor has since taken back (an
+    unpublish job follows and takes it down). Returns the posts published."""
+    firsts = {job.post_id: job for job in jobs if job.action == JobAction.PUBLISH}
+    if not firsts:
+        return []
+    locked = list(
+        Post.objects.select_for_update(of=("self",))
+        .filter(pk__in=list(firsts))
+        .exclude(publication_status=PublicationStatus.PUBLISHED)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    unpublishes = PublicationJob.objects.filter(post_id__in=locked, action=JobAction.UNPUBLISH)
+    taken_back = {post for post, job_id in unpublishes.values_list("post_id", "id") if job_id > firsts[post].pk}
+    post_ids = [pk for pk in locked if pk not in taken_back]
+    if not post_ids:
+        return []
+    now = timezone.now()
+    dated = Case(
+        *(When(pk=pk, then=Value(firsts[pk].published_at or now)) for pk in post_ids), output_field=DateTimeField()
+    )
+    values = state_values(PublicationStatus.PUBLISHED) | {"published_at": dated, "updated_at": now}
+    Post.objects.filter(pk__in=post_ids).update(**values)
+    moved(post_ids)
+    events_emit(
+        kind=PostEvent.PUBLISHED,
+        items=[
+            EventInput(account=channel.account, data={"post": data}, post_id=pk)
+            for channel, pk, data in posts_webhook_data(post_ids)
+        ],
+    )
+    return post_ids
+
+
 def post_publication_confirmed(*, job: PublicationJob) -> None:
-    """The destination has the post: a first publication makes it `published`, dated as the file
-    says, and sends `post.published`. Not when the editor has since taken it back (an unpublish
-    job follows this one and takes it down)."""
-    if job.action != JobAction.PUBLISH:
-        return
-    post = locked_post_or_none(job.post_id)
-    if post is None or post.publication_status == PublicationStatus.PUBLISHED:
-        return
-    if PublicationJob.objects.filter(post_id=post.pk, action=JobAction.UNPUBLISH, id__gt=job.pk).exists():
-        return
-    put_state(post, PublicationStatus.PUBLISHED, at=job.published_at or timezone.now())
-    emit(PostEvent.PUBLISHED, post)
+    """One job's confirmation: a batch of one."""
+    posts_publications_confirmed(jobs=[job])
 
 
 def post_publication_failed(*, job: PublicationJob) -> None:
@@ -86,8 +116,8 @@ class PostSubject:
             return None
         return document(post, action=action, published_at=published_at, link=blog_link(post))
 
-    def confirmed(self, *, job) -> None:
-        post_publication_confirmed(job=job)
+    def confirmed(self, *, jobs: list[PublicationJob]) -> None:
+        posts_publications_confirmed(jobs=jobs)
 
     def failed(self, *, job) -> None:
         post_publication_failed(job=job)

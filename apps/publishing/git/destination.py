@@ -150,9 +150,13 @@ class GitPublisher:
                     with self._connect(job) as (client, path):
                         head = repository.fetch_head(client, path, repo, branch)
                         changes, kept_path, message = plan(repo, head.commit)
-                        if not changes:
-                            commit = head.commit.decode() if head.commit else ""
-                            return Outcome(reference=commit, path=kept_path)
+                        # A later attempt whose earlier one pushed (its outcome unrecorded: a
+                        # crash, a lost answer) finds its commit, even under later jobs' changes
+                        # to the same file: the job is never committed twice.
+                        own = repository.commit_of_job(repo, head.commit, job.job_id) if job.attempt > 1 else None
+                        if own is not None or not changes:
+                            commit = own or head.commit
+                            return Outcome(reference=commit.decode() if commit else "", path=kept_path)
                         try:
                             commit = repository.commit_and_push(
                                 client,

@@ -203,6 +203,26 @@ def has_file(repo: Repo, commit: bytes | None, path: str) -> bool:
     return stat.S_ISREG(mode)
 
 
+# How far back along the branch a later attempt of a job looks for its own commit: past one batch
+# of the channel's jobs (what a crash leaves unrecorded) and what others pushed meanwhile.
+LOOKBACK = 1000
+
+
+def commit_of_job(repo: Repo, head: bytes | None, job_id: int) -> bytes | None:
+    """The commit of the branch (its first parents, the latest LOOKBACK) whose message names the
+    job (commit_message's trailer), or None."""
+    marker = f"\nPublication-Job-Id: {job_id}\n".encode()
+    commit_id = head
+    for _ in range(LOOKBACK):
+        if commit_id is None:
+            return None
+        commit = repo[commit_id]
+        if marker in commit.message:
+            return commit_id
+        commit_id = commit.parents[0] if commit.parents else None
+    return None
+
+
 class BranchMoved(Exception):
     """Someone else pushed between our fetch and our push."""
 
