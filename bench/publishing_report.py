@@ -86,7 +86,8 @@ def publishing_section(pub: dict) -> list[str]:
         "",
         "Hanging jobs still running when each stream with hanging remotes ended: "
         + ", ".join(str(i["running_after_stream"]) for i in hooks["hanging_info"])
-        + f" (of 3); the hanging channels' jobs succeeded: {sum(i['succeeded'] for i in hooks['hanging_info'])}. "
+        + f" (of {3 * HANGING_JOBS}: each channel's jobs are claimed as a batch, its first holding a thread); "
+        f"the hanging channels' jobs succeeded: {sum(i['succeeded'] for i in hooks['hanging_info'])}. "
         f"The part took {pub['seconds']:.0f} s.",
         "",
     ]

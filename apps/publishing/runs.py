@@ -89,9 +89,11 @@ def claim(channel_id: int, *, limit: int = BATCH) -> list[PublicationJob]:
 
 
 def startable(job: PublicationJob) -> bool:
-    """Whether the job may start now: its attempt ends (PUBLISH_TIMEOUT) well within its lease, so
-    its outcome is recorded while the lease still holds."""
-    margin = timedelta(seconds=settings.PUBLISH_TIMEOUT + 5)
+    """Whether the job may start now: its attempt ends within its lease (it starts no operation
+    after PUBLISH_TIMEOUT, each times out after PUBLISH_TIMEOUT), so its outcome and those of the
+    batch before it are recorded while the leases still hold. The lease's margin leaves a batch a
+    few seconds to start its jobs in; the rest wait for the next batch."""
+    margin = timedelta(seconds=settings.PUBLISH_TIMEOUT * 2 + 5)
     return timezone.now() + margin < job.locked_until
 
 
