@@ -17,7 +17,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, DateTimeField, F, Value, When
+from django.db.models import Case, DateTimeField, F, OuterRef, Subquery, Value, When
 from django.urls import reverse
 from django.utils import timezone
 
@@ -104,18 +104,26 @@ def load_destination(channel_id: int) -> Destination:
     )
 
 
-def _last_success(job: PublicationJob) -> tuple[str, datetime | None]:
-    """Where the post's file is after its last successful job, and the date it was published with."""
+def last_successes(jobs: list[PublicationJob]) -> dict[int, tuple[str, datetime | None]]:
+    """For each job, where its post's file is after the post's last successful job on the channel,
+    and the date it was published with: one query for a batch. A batch holds one job per post,
+    so what it reads stays true until the batch is recorded."""
     succeeded = PublicationJob.objects.filter(
-        post_id=job.post_id, channel_id=job.channel_id, state=JobState.SUCCEEDED
+        post_id=OuterRef("post_id"), channel_id=OuterRef("channel_id"), state=JobState.SUCCEEDED
     ).order_by("-id")
-    path = succeeded.values_list("path", flat=True).first() or ""
-    published_at = succeeded.exclude(published_at=None).values_list("published_at", flat=True).first()
-    return path, published_at
+    rows = (
+        PublicationJob.objects.filter(pk__in=[job.pk for job in jobs])
+        .annotate(
+            previous_path=Subquery(succeeded.values("path")[:1]),
+            previous_date=Subquery(succeeded.exclude(published_at=None).values("published_at")[:1]),
+        )
+        .values_list("pk", "previous_path", "previous_date")
+    )
+    return {pk: (path or "", date) for pk, path, date in rows}
 
 
-def _carry_out(job: PublicationJob, destination: Destination) -> Outcome:
-    previous_path, published_at = _last_success(job)
+def _carry_out(job: PublicationJob, destination: Destination, last: tuple[str, datetime | None]) -> Outcome:
+    previous_path, published_at = last
     document = subject().document(post_id=job.post_id, action=job.action, published_at=job.published_at or published_at)
     context = JobContext(
         job_id=job.pk,
@@ -145,12 +153,12 @@ class Run:
             self._destination = load_destination(self.channel_id)
         return self._destination
 
-    def attempt(self, job: PublicationJob) -> Result:
+    def attempt(self, job: PublicationJob, last: tuple[str, datetime | None] | None = None) -> Result:
         """Carry out a claimed job; what came of it, not yet recorded."""
         started = time.monotonic()
         result = Result(job=job)
         try:
-            result.outcome = _carry_out(job, self.destination())
+            result.outcome = _carry_out(job, self.destination(), last or last_successes([job])[job.pk])
         except InProgress as exc:
             result.progress = exc
         except PublishError as exc:
@@ -284,12 +292,13 @@ def run_batch(run: Run, *, deadline: float) -> int:
     succeed (one to retry, or with more to do, holds the later jobs back), at the run's deadline,
     or where a job could not end within its lease."""
     jobs = claim(run.channel_id)
+    last = last_successes(jobs) if jobs else {}
     results: list[Result] = []
     posts: set[int] = set()
     for job in jobs:
         if job.post_id in posts or (results and time.monotonic() > deadline) or not startable(job):
             break
-        results.append(run.attempt(job))
+        results.append(run.attempt(job, last[job.pk]))
         posts.add(job.post_id)
         if results[-1].outcome is None:
             break  # one to retry holds the later jobs back (and a failure's record comes first)
