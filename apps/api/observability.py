@@ -42,7 +42,7 @@ class RequestLogMiddleware:
     def __call__(self, request):
         # META, not request.headers: that builds a map of every header, on every request.
         incoming = request.META.get("HTTP_X_REQUEST_ID", "")
-        request.request_id = incoming if REQUEST_ID_PATTERN.match(incoming) else uuid.uuid4().hex
+        request.request_id = request_id_of(incoming)
         token = current_request_id.set(request.request_id)
         try:
             return self.handle(request)
@@ -60,25 +60,42 @@ class RequestLogMiddleware:
         response["X-Request-ID"] = request.request_id
         api_key = getattr(request, "auth", None)
         # Path only, never the query string: it can carry one-time tokens.
-        path = loggable_path(request)
-        logger.info(
-            "request method=%s path=%s status=%s duration_ms=%.1f account=%s request_id=%s",
+        log_request(
             request.method,
-            path,
+            loggable_path(request),
             response.status_code,
             duration_ms,
-            getattr(api_key, "account_id", "-"),
+            getattr(api_key, "account_id", None),
             request.request_id,
-            extra={
-                "method": request.method,
-                "path": path,
-                "status": response.status_code,
-                "duration_ms": round(duration_ms, 1),
-                "account_id": getattr(api_key, "account_id", None),
-                "request_id": request.request_id,
-            },
         )
         return response
+
+
+def log_request(method: str, path: str, status: int, duration_ms: float, account_id, request_id: str) -> None:
+    """The line of one request, whoever answered it (the middleware above, or the web process's fast
+    path for a cached read: config/server/fast_reads.py)."""
+    logger.info(
+        "request method=%s path=%s status=%s duration_ms=%.1f account=%s request_id=%s",
+        method,
+        path,
+        status,
+        duration_ms,
+        "-" if account_id is None else account_id,
+        request_id,
+        extra={
+            "method": method,
+            "path": path,
+            "status": status,
+            "duration_ms": round(duration_ms, 1),
+            "account_id": account_id,
+            "request_id": request_id,
+        },
+    )
+
+
+def request_id_of(incoming: str) -> str:
+    """A request's id: the caller's X-Request-ID when it matches REQUEST_ID_PATTERN, else a new one."""
+    return incoming if REQUEST_ID_PATTERN.match(incoming) else uuid.uuid4().hex
 
 
 def loggable_path(request: HttpRequest) -> str:

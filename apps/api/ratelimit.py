@@ -121,6 +121,13 @@ class CounterStore(FailOpenStore):
         key = f"{self.namespace}:{name}:{reset}"
         return self._call(self._increment, key, reset - int(now) + EXPIRY_GRACE, now=now)
 
+    def counter_key(self, name: str, reset: int) -> str | None:
+        """The Redis key of `name`'s counter of the window ending at `reset`; None without Redis."""
+        backend = caches["default"]
+        if not isinstance(backend, RedisCache):
+            return None
+        return backend.make_and_validate_key(f"{self.namespace}:{name}:{reset}")
+
     def peek(self, name: str, reset: int, now: float) -> int | None:
         return self._call(self._read, f"{self.namespace}:{name}:{reset}", None, now=now)
 
@@ -173,9 +180,13 @@ def window_budget(name: str, limit: int | None, *, count: bool, period: int = HO
     return Budget(limit=limit, used=operation(name, reset, now), reset=reset)
 
 
+def account_budget_name(account_id: int) -> str:
+    return f"account:{account_id}"
+
+
 def enforce_account_budget(http_request, account) -> Budget:
     """Count one request against the account's hourly budget; raise 429 when it is used up."""
-    budget = window_budget(f"account:{account.pk}", settings.RATE_LIMITS[account.plan], count=True)
+    budget = window_budget(account_budget_name(account.pk), settings.RATE_LIMITS[account.plan], count=True)
     setattr(http_request, REQUEST_ATTRIBUTE, budget)
     if budget.exceeded:
         raise exceptions.Throttled(

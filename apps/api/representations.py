@@ -25,17 +25,19 @@ computed as if nothing were cached, and the store is left alone for a few second
 import hashlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache, wraps
 
 import django
 import orjson
 import rest_framework
 from django.conf import settings
+from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from django.http import HttpResponse
 from django.utils.cache import set_response_etag
 
-from apps.api.ratelimit import FailOpenStore
+from apps.api.ratelimit import REQUEST_ATTRIBUTE, FailOpenStore
 from apps.core.coherence import shared
 from apps.core.source import source_digest
 
@@ -65,6 +67,12 @@ class RepresentationStore(FailOpenStore):
         resource = f"{request.path}?{request.META.get('QUERY_STRING', '')}|{request.accepted_media_type}"
         resource_digest = hashlib.sha256(resource.encode("utf-8", "surrogateescape")).hexdigest()[:32]
         return f"{self.namespace}:{code_digest()}:{account_id}:{version}:{resource_digest}"
+
+    @staticmethod
+    def redis_key(key: str) -> str | None:
+        """Where `key` is in Redis; None without Redis."""
+        backend = caches["default"]
+        return backend.make_and_validate_key(key) if isinstance(backend, RedisCache) else None
 
     def get(self, key: str) -> HttpResponse | None:
         value = self._call(self._read, key, now=time.monotonic())
@@ -124,6 +132,24 @@ WAIT_STEP = 0.004
 MAX_WAIT_STEP = 0.05
 
 
+# The request's note of the representation it was answered with (in its WSGI environ, which the web
+# process reads once Django answered: config/server/recording.py records what its fast path may answer).
+ANSWERED_FROM = "cps.representation"
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What a cached answer was made of: its stored representation, and the version that named it,
+    read by `version_of(identifier)`."""
+
+    key: str
+    version: tuple[int, int]
+    version_of: Callable
+    identifier: object
+    api_key: object  # the key the request was authenticated with (request.auth)
+    budget: object  # the rate-limit budget it was charged to (ratelimit.Budget)
+
+
 def cached(version_of: Callable[[int], tuple[int, int] | None], *, of: str) -> Callable:
     """A view's GET kept as its rendered response: `version_of(<the URL's `of` argument>)` is the
     (account id, version) of the channel the response shows, or None (see serve)."""
@@ -131,7 +157,12 @@ def cached(version_of: Callable[[int], tuple[int, int] | None], *, of: str) -> C
     def decorate(get: Callable) -> Callable:
         @wraps(get)
         def cached_get(view, request, **kwargs) -> HttpResponse:
-            return serve(request, lambda: version_of(kwargs[of]), lambda: get(view, request, **kwargs))
+            return serve(
+                request,
+                lambda: version_of(kwargs[of]),
+                lambda: get(view, request, **kwargs),
+                of=(version_of, kwargs[of]),
+            )
 
         return cached_get
 
@@ -139,28 +170,33 @@ def cached(version_of: Callable[[int], tuple[int, int] | None], *, of: str) -> C
 
 
 def serve(
-    request, version_of: Callable[[], tuple[int, int] | None], compute: Callable[[], HttpResponse]
+    request,
+    version_of: Callable[[], tuple[int, int] | None],
+    compute: Callable[[], HttpResponse],
+    *,
+    of: tuple[Callable, object] | None = None,
 ) -> HttpResponse:
     """The response of a GET whose representation depends on one channel: `version_of()` reads the
     channel's (account id, version) before anything else, or None when there is no such channel;
-    `compute()` makes the response the ordinary way. With the cache off, nothing is read first."""
+    `compute()` makes the response the ordinary way. With the cache off, nothing is read first.
+    `of`: the function and argument `version_of` calls, noted with an answer from the cache."""
     if not settings.API_CACHE_SECONDS:
         return compute()
     version = version_of()
     if version is None or version[0] != request.auth.account_id:
         return compute()
     key = store.key(request, *version)
-    response = store.get(key)
+    response = _served(request, store.get(key), key, version, of)
     if response is not None:
         return response
     if store.lead(key):
         # Another may have stored it between the look above and taking the lock.
-        response = store.get(key)
+        response = _served(request, store.get(key), key, version, of)
         if response is not None:
             store.done(key)
             return response
     else:
-        response = _computed_by_another(key)
+        response = _served(request, _computed_by_another(key), key, version, of)
         if response is not None:
             return response
     try:
@@ -179,6 +215,14 @@ def serve(
         store.done(key)
 
     response.add_post_render_callback(stored)
+    return _served(request, response, key, version, of)
+
+
+def _served(request, response, key: str, version: tuple[int, int], of: tuple[Callable, object] | None):
+    """`response`, the request noted as answered from the representation `key` (when there is one)."""
+    if response is not None and of is not None:
+        budget = getattr(request, REQUEST_ATTRIBUTE, None)  # DRF passes it on from the HttpRequest
+        request.META[ANSWERED_FROM] = Answered(key, version, *of, request.auth, budget)
     return response
 
 

@@ -18,7 +18,9 @@ from django.conf import settings
 
 from apps.core.http import body_limit
 from config.server.environ import build_environ
+from config.server.fast_reads import answer_key
 from config.server.limits import Refused, check_head, refusal_messages
+from config.server.recording import ANSWER_KEY, fast_reads, record
 from config.server.streaming import read_body, run_application
 from config.wsgi import application as django_application
 
@@ -34,6 +36,8 @@ class Server:
         self.body_timeout = settings.WEB_BODY_TIMEOUT
         self.networks = settings.FORWARDED_ALLOW_IPS
         self._executor: ThreadPoolExecutor | None = None
+        # Cached reads answered before Django (config/server/fast_reads.py), or None: Django answers all.
+        self.fast = fast_reads()
 
     @property
     def executor(self) -> ThreadPoolExecutor:
@@ -58,14 +62,40 @@ class Server:
             return
         if body is None:  # the client went away
             return
+        if await self.answered_before_django(scope, environ, send):
+            return
         environ["wsgi.input"] = body
         loop = asyncio.get_running_loop()
         try:
-            messages = await loop.run_in_executor(self.executor, run_application, self.wsgi, environ, close, loop, send)
+            messages = await loop.run_in_executor(self.executor, self.run, environ, close, loop, send)
         finally:
             body.close()
         for message in messages:
             await send(message)
+
+    async def answered_before_django(self, scope: dict, environ: dict, send) -> bool:
+        """Whether the fast path answered; otherwise, when it may answer this request another time,
+        the request is marked for Django's answer to be recorded."""
+        key = self.fast and answer_key(self.fast.namespace, scope, environ["wsgi.url_scheme"])
+        if not key:
+            return False
+        messages = await self.fast.answer(environ, key)
+        if messages is None:
+            environ[ANSWER_KEY] = key
+            return False
+        for message in messages:
+            await send(message)
+        return True
+
+    def run(self, environ: dict, close: bool, loop, send) -> list[dict]:
+        """On a thread of the pool: the application's answer, recorded when the fast path may give it."""
+        messages = run_application(self.wsgi, environ, close, loop, send)
+        if ANSWER_KEY in environ:
+            try:
+                record(environ, messages)
+            except Exception:
+                log.exception("Recording an answer for the fast path failed")
+        return messages
 
 
 application = Server(django_application)

@@ -92,5 +92,8 @@ WEB_MEMORY_CHECK_INTERVAL = env.int_between("WEB_MEMORY_CHECK_INTERVAL", 30, 1, 
 WEB_PRELOAD = env.boolean("WEB_PRELOAD", default=True)
 # The application logs one line per request (cps.request); granian's own access log is off unless asked.
 WEB_ACCESS_LOG = env.boolean("WEB_ACCESS_LOG", default=False)
+# A cached API read whose answer is certain from Redis alone is answered in the event loop, before
+# Django (config/server/fast_reads.py); `false` sends every request through Django.
+WEB_FAST_READS = env.boolean("WEB_FAST_READS", default=True)
 # Proxies whose X-Forwarded-Proto (or -Protocol, -Ssl) sets the request's scheme.
 FORWARDED_ALLOW_IPS = _networks("FORWARDED_ALLOW_IPS", "127.0.0.1")

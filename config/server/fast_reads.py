@@ -1,0 +1,175 @@
+"""Cached API reads answered in the event loop, before Django, when Redis alone makes the answer
+certain (WEB_FAST_READS, on by default).
+
+Why it exists: a cached read costs Django's whole stack and the hand-over to a thread (about a
+millisecond of CPU) to send bytes that were already in Redis. Here a request is answered from a
+*recorded answer*: what Django answered to exactly this request (its method, scheme, path, query
+and every header but X-Request-ID, hashed into the entry's key), written by config/server/recording.py
+once Django answered it from a cached representation, with what that answer depended on:
+
+- the API key's entry in the shared cache (`rows:k:<prefix>`: the key, its account and its user,
+  deleted by the database's notifications when any of them changes: a revocation, a new scope, a
+  deactivated user, another plan) and the channel's version entry (`rows:c:<id>`), each as the
+  SHA-1 of the bytes Django's answer was made from;
+- the stored representation's ETag (the bytes sent, so also whether If-None-Match still matches);
+- the key's expiry, and when its last use is due to be written again (API_KEY_LAST_USED_RESOLUTION);
+- the account's limit and its counter.
+
+One Lua script checks all of it and counts the request in the account's window, atomically, in one
+round trip. Anything it cannot confirm (no recorded answer, an entry changed or gone, an expired or
+due key, a budget that this request would exceed) answers nothing, nothing is counted, and the request
+goes to Django unchanged, which counts it there: every request is counted once. The answer is the
+recorded one, with this request's X-Request-ID and rate-limit figures, and the request's log line
+is written as RequestLogMiddleware writes it. Redis unreachable: the fast path is left alone for a
+few seconds and Django answers (and fails open as it always did).
+"""
+
+import hashlib
+import logging
+import time
+
+import redis
+import redis.asyncio
+
+log = logging.getLogger("cps.web")
+
+# What a recorded answer's fields are, in order, each on a line; then the status and the headers.
+FIELDS = ("expires", "touch_due", "limit", "counter", "representation", "etag", "depends_on", "account")
+# Header values replaced with the request's own on every answer (recording.py puts them there).
+REQUEST_ID, REMAINING, RESET = b"\x00request-id", b"\x00remaining", b"\x00reset"
+# The request headers that are not part of what a recorded answer is for: the request id is the
+# request's own, and granian's connection handling is not the application's.
+NOT_KEYED = frozenset({b"x-request-id"})
+# Requests a body could come with, or that Django would read otherwise, are never answered here.
+NEVER = frozenset({b"content-length", b"transfer-encoding", b"expect"})
+# Paths answered here are plain: no escapes or dots that Django would read differently from bytes.
+PLAIN_PATH = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_-")
+# How long the fast path is left alone after Redis failed it.
+RETRY_AFTER = 5.0
+
+# KEYS[1]: the recorded answer. ARGV: now (unix time), the window's end, the counter's time to live.
+ANSWER = """
+local entry = redis.call('GET', KEYS[1])
+if not entry then return false end
+local f = {}
+for line in string.gmatch(entry, '([^\\n]*)\\n') do
+  f[#f + 1] = line
+  if #f == 8 then break end
+end
+local now = tonumber(ARGV[1])
+if now >= tonumber(f[1]) or now >= tonumber(f[2]) then return false end
+for key, digest in string.gmatch(f[7], '(%S+) (%S+)') do
+  local value = redis.call('GET', key)
+  if not value or redis.sha1hex(value) ~= digest then return false end
+end
+local representation = redis.call('GET', f[5])
+if not representation or string.sub(representation, 1, #f[6] + 1) ~= f[6] .. '\\n' then return false end
+local used = ''
+if f[3] ~= '' then
+  local counter = f[4] .. ARGV[2]
+  local count = tonumber(redis.call('GET', counter) or '0')
+  if count + 1 > tonumber(f[3]) then return false end
+  used = redis.call('INCR', counter)
+  redis.call('EXPIRE', counter, tonumber(ARGV[3]))
+end
+return {entry, representation, used}
+"""
+
+
+def answer_key(namespace: str, scope: dict, scheme: str) -> str | None:
+    """The key of the recorded answer to this request, or None when it is never answered here: not
+    a GET under /v<N>/ with an Authorization header, a path that is not plain, a header that could
+    bring a body."""
+    if scope["method"] != "GET":
+        return None
+    raw_path = scope.get("raw_path") or scope["path"].encode()
+    if not raw_path.startswith(b"/v") or not PLAIN_PATH.issuperset(raw_path):
+        return None
+    digest = hashlib.sha256(b"\x00".join((namespace.encode(), scheme.encode(), raw_path, scope["query_string"])))
+    authorized = False
+    for name, value in scope["headers"]:
+        if name in NEVER:
+            return None
+        if name in NOT_KEYED:
+            continue
+        authorized = authorized or name == b"authorization"
+        digest.update(b"\x00%s:%s" % (name, value))
+    return f"{namespace}:{digest.hexdigest()}" if authorized else None
+
+
+def parse(entry: bytes) -> tuple[dict, int, list[tuple[bytes, bytes]]]:
+    """A recorded answer's fields, status and headers."""
+    lines = entry.split(b"\n")
+    fields = dict(zip(FIELDS, lines, strict=False))
+    status = int(lines[len(FIELDS)])
+    headers = [tuple(line.split(b": ", 1)) for line in lines[len(FIELDS) + 1 :]]
+    return fields, status, headers
+
+
+class FastReads:
+    """The fast path of one worker process. `clock`, `window(now)` -> (its end, a counter's time to
+    live), `request_id_of` and `log_request`: the rate limit's and the request log's (apps.api), so
+    that both paths count and log alike."""
+
+    def __init__(
+        self, *, namespace: str, location: str, options: dict, clock, window, request_id_of, log_request
+    ) -> None:
+        self.namespace = namespace
+        self.clock = clock
+        self.location = location
+        self.options = options
+        self.window = window
+        self.request_id_of = request_id_of
+        self.log_request = log_request
+        self.paused_until = 0.0
+        self._script = None
+        self.answered = 0  # requests answered here, for the tests and the bench
+
+    @property
+    def script(self):
+        # Made in the worker, in its event loop: connections do not survive the fork.
+        if self._script is None:
+            client = redis.asyncio.Redis.from_url(
+                self.location,
+                socket_connect_timeout=self.options.get("socket_connect_timeout"),
+                socket_timeout=self.options.get("socket_timeout"),
+            )
+            self._script = client.register_script(ANSWER)
+        return self._script
+
+    async def answer(self, environ: dict, key: str) -> list[dict] | None:
+        """The ASGI messages of the recorded answer, or None: Django answers."""
+        started = time.monotonic()
+        if started < self.paused_until:
+            return None
+        now = self.clock()
+        reset, ttl = self.window(now)
+        try:
+            found = await self.script(keys=[key], args=[repr(now), reset, ttl])
+        except redis.RedisError:
+            log.warning("Fast reads: Redis unreachable; Django answers for the next %ss", RETRY_AFTER, exc_info=True)
+            self.paused_until = started + RETRY_AFTER
+            return None
+        if not found:
+            return None
+        entry, representation, used = found
+        fields, status, recorded = parse(entry)
+        body = representation.split(b"\n", 2)[2] if status == 200 else b""
+        request_id = self.request_id_of(environ.get("HTTP_X_REQUEST_ID", ""))
+        own = {REQUEST_ID: request_id.encode(), RESET: str(reset).encode()}
+        if used:
+            own[REMAINING] = str(max(0, int(fields["limit"]) - int(used))).encode()
+        headers = [(name, own.get(value, value)) for name, value in recorded]
+        self.answered += 1
+        self.log_request(
+            "GET",
+            environ["PATH_INFO"],
+            status,
+            (time.monotonic() - started) * 1000,
+            int(fields["account"]),
+            request_id,
+        )
+        return [
+            {"type": "http.response.start", "status": status, "headers": headers},
+            {"type": "http.response.body", "body": body},
+        ]

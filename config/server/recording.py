@@ -1,0 +1,130 @@
+"""What Django answered from a cached representation, recorded for config/server/fast_reads.py to
+answer again before Django, with what the answer depended on.
+
+Runs on the application's thread once Django answered. An answer is recorded only when everything
+it was made of can be named in Redis and is still there as Django read it: the API key's entry holds
+the very values the request was authenticated with (so it is not revoked, the user is active, the
+scopes and the plan are those), and the channel's version entry holds the version the representation
+was stored under. A change committed meanwhile deletes one of them (apps/core/coherence.py): then
+nothing is recorded. Otherwise its SHA-1 is recorded, and a later change deletes the entry, which
+the fast path then finds gone.
+"""
+
+import hashlib
+import pickle
+
+from django.conf import settings
+
+from apps.api import observability, ratelimit, representations
+from apps.api.representations import ANSWERED_FROM, Answered
+from apps.channels.selectors import channel_version
+from apps.core.coherence import LEASE, configured, entry_key, readable, redis_location, shared
+from apps.users.selectors import _dump as api_key_entry_values  # the values of a key's entry, as stored
+from config.server.fast_reads import FIELDS, REMAINING, REQUEST_ID, RESET, FastReads
+
+# The shared cache's entries versions are read from, by the function that reads them. An answer
+# whose version is read otherwise (a post's by its id alone: two entries) is not recorded.
+VERSION_ENTRIES = {channel_version: "c"}
+
+# Where the request's key is noted for the recorder (config/server/asgi.py).
+ANSWER_KEY = "cps.answer_key"
+
+
+def fast_reads() -> FastReads | None:
+    """The fast path of this process, or None when it is off (WEB_FAST_READS) or cannot be certain:
+    without cached representations, or without Redis and PostgreSQL's notifications (the entries)."""
+    location = redis_location()
+    if not (settings.WEB_FAST_READS and settings.API_CACHE_SECONDS and configured() and location):
+        return None
+
+    def window(now: float) -> tuple[int, int]:
+        reset = ratelimit.window_end(now)
+        return reset, reset - int(now) + ratelimit.EXPIRY_GRACE
+
+    return FastReads(
+        namespace=f"answers:{representations.code_digest()}",
+        location=location,
+        options=settings.CACHES["default"].get("OPTIONS", {}),
+        clock=ratelimit.clock,
+        window=window,
+        request_id_of=observability.request_id_of,
+        log_request=observability.log_request,
+    )
+
+
+def record(environ: dict, messages: list[dict]) -> None:
+    """Record Django's answer to the request of `environ` (its ASGI messages) when it may be given
+    again without Django."""
+    key = environ.get(ANSWER_KEY)
+    answered = environ.get(ANSWERED_FROM)
+    if key is None or answered is None or len(messages) != 2:
+        return
+    start = messages[0]
+    if start["status"] not in (200, 304):
+        return
+    entry = recorded(answered, start["status"], start["headers"])
+    if entry is not None:
+        shared.call(lambda client: client.set(key, entry, ex=settings.API_CACHE_SECONDS), "record an answer")
+
+
+def recorded(answered: Answered, status: int, headers: list) -> bytes | None:
+    """The recorded answer (fast_reads.FIELDS, the status, the headers), or None when it is not certain."""
+    kind = VERSION_ENTRIES.get(answered.version_of)
+    api_key, budget = answered.api_key, answered.budget
+    if kind is None or budget is None or api_key.last_used_at is None or not readable():
+        return None
+    entries = (entry_key("k", api_key.prefix), entry_key(kind, answered.identifier))
+    ok, values = shared.call(lambda client: client.mget(entries), "read what an answer depends on")
+    if not ok or any(value is None or value.startswith(LEASE) for value in values):
+        return None
+    # The service's own entries (apps/core/coherence.py's Entries store them pickled).
+    key_values, version = (pickle.loads(value) for value in values)  # noqa: S301
+    if key_values != api_key_entry_values(api_key) or version != answered.version:
+        return None
+    head = recorded_headers(headers, budget)
+    counter = limit = ""
+    if budget.limit is not None:
+        name = ratelimit.account_budget_name(api_key.account_id)
+        full = ratelimit.store.counter_key(name, budget.reset)
+        if budget.used is None or full is None or not full.endswith(str(budget.reset)):
+            return None
+        counter, limit = full.removesuffix(str(budget.reset)), str(budget.limit)
+    etag = dict(headers).get(b"etag")
+    representation = representations.store.redis_key(answered.key)
+    if head is None or etag is None or representation is None:
+        return None
+    touch_due = api_key.last_used_at.timestamp() + settings.API_KEY_LAST_USED_RESOLUTION
+    fields = {
+        "expires": repr(api_key.expires_at.timestamp()),
+        "touch_due": repr(touch_due),
+        "limit": limit,
+        "counter": counter,
+        "representation": representation,
+        "etag": etag.decode("latin-1"),
+        "depends_on": " ".join(f"{entry} {sha1(value)}" for entry, value in zip(entries, values, strict=True)),
+        "account": str(api_key.account_id),
+    }
+    lines = [fields[name].encode("latin-1") for name in FIELDS]
+    return b"\n".join([*lines, str(status).encode(), *head])
+
+
+def sha1(value: bytes) -> str:
+    """What Redis's Lua `redis.sha1hex` gives: the fast path compares entries to this, not a secret."""
+    return hashlib.sha1(value).hexdigest()  # noqa: S324
+
+
+def recorded_headers(headers: list, budget) -> list[bytes] | None:
+    """The answer's headers, the request's own values in their places; None when one of them is not
+    what this request's budget says, or when the answer sets a cookie (a session's: not a cached read)."""
+    own = {b"x-request-id": None, b"x-ratelimit-remaining": budget.remaining, b"x-ratelimit-reset": budget.reset}
+    placeholder = {b"x-request-id": REQUEST_ID, b"x-ratelimit-remaining": REMAINING, b"x-ratelimit-reset": RESET}
+    lines = []
+    for name, value in headers:
+        if name == b"set-cookie" or b"\n" in value:
+            return None
+        if name in own:
+            if own[name] is not None and value != str(own[name]).encode():
+                return None
+            value = placeholder[name]
+        lines.append(b"%s: %s" % (name, value))
+    return lines
