@@ -15,18 +15,18 @@ once Django answered it from a cached representation, with what that answer depe
 - the key's expiry, and when its last use is due to be written again (API_KEY_LAST_USED_RESOLUTION);
 - the account's limit and its counter.
 
-One Lua script checks all of it and counts the request in the account's window, atomically, in one
-round trip. Anything it cannot confirm (no recorded answer, an entry changed or gone, an expired or
-due key, a budget that this request would exceed) answers nothing, nothing is counted, and the request
-goes to Django unchanged, which counts it there: every request is counted once. The answer is the
-recorded one, with this request's X-Request-ID and rate-limit figures, and the request's log line
-is written as RequestLogMiddleware writes it. Redis unreachable: the fast path is left alone for a
-few seconds and Django answers (and fails open as it always did).
+One Lua script (fast_reads.lua) checks all of it and counts the request in the account's window,
+atomically, in one round trip. Anything it cannot confirm (no recorded answer, an entry changed or
+gone, an expired or due key, a budget this request would exceed) answers nothing and counts nothing:
+Django answers and counts the request, once. The answer is the recorded one with this request's
+X-Request-ID and rate-limit figures, logged as RequestLogMiddleware logs. Redis unreachable: the
+fast path is left alone for a few seconds and Django answers (failing open as it always did).
 """
 
 import hashlib
 import logging
 import time
+from pathlib import Path
 
 import redis
 import redis.asyncio
@@ -35,10 +35,9 @@ log = logging.getLogger("cps.web")
 
 # What a recorded answer's fields are, in order, each on a line; then the status and the headers.
 FIELDS = ("expires", "touch_due", "limit", "counter", "representation", "etag", "depends_on", "account")
-# Header values replaced with the request's own on every answer (recording.py puts them there).
+# Header values replaced with the request's own (recording.py puts them there).
 REQUEST_ID, REMAINING, RESET = b"\x00request-id", b"\x00remaining", b"\x00reset"
-# The request headers that are not part of what a recorded answer is for: the request id is the
-# request's own, and granian's connection handling is not the application's.
+# The request header that is not part of what a recorded answer is for: each request's own.
 NOT_KEYED = frozenset({b"x-request-id"})
 # Requests a body could come with, or that Django would read otherwise, are never answered here.
 NEVER = frozenset({b"content-length", b"transfer-encoding", b"expect"})
@@ -47,33 +46,8 @@ PLAIN_PATH = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 # How long the fast path is left alone after Redis failed it.
 RETRY_AFTER = 5.0
 
-# KEYS[1]: the recorded answer. ARGV: now (unix time), the window's end, the counter's time to live.
-ANSWER = """
-local entry = redis.call('GET', KEYS[1])
-if not entry then return false end
-local f = {}
-for line in string.gmatch(entry, '([^\\n]*)\\n') do
-  f[#f + 1] = line
-  if #f == 8 then break end
-end
-local now = tonumber(ARGV[1])
-if now >= tonumber(f[1]) or now >= tonumber(f[2]) then return false end
-for key, digest in string.gmatch(f[7], '(%S+) (%S+)') do
-  local value = redis.call('GET', key)
-  if not value or redis.sha1hex(value) ~= digest then return false end
-end
-local representation = redis.call('GET', f[5])
-if not representation or string.sub(representation, 1, #f[6] + 1) ~= f[6] .. '\\n' then return false end
-local used = ''
-if f[3] ~= '' then
-  local counter = f[4] .. ARGV[2]
-  local count = tonumber(redis.call('GET', counter) or '0')
-  if count + 1 > tonumber(f[3]) then return false end
-  used = redis.call('INCR', counter)
-  redis.call('EXPIRE', counter, tonumber(ARGV[3]))
-end
-return {entry, representation, used}
-"""
+# The one round trip: the checks, the count and the bytes (KEYS[1]: the recorded answer).
+ANSWER = (Path(__file__).parent / "fast_reads.lua").read_text()
 
 
 def answer_key(namespace: str, scope: dict, scheme: str) -> str | None:

@@ -1,6 +1,9 @@
 """What Django answered from a cached representation, recorded for config/server/fast_reads.py to
 answer again before Django, with what the answer depended on.
 
+Why it exists: only Django knows what an answer was made of (the key it authenticated, the version
+it read, the budget it charged); the fast path must not guess it.
+
 Runs on the application's thread once Django answered. An answer is recorded only when everything
 it was made of can be named in Redis and is still there as Django read it: the API key's entry holds
 the very values the request was authenticated with (so it is not revoked, the user is active, the
@@ -69,43 +72,56 @@ def record(environ: dict, messages: list[dict]) -> None:
 
 def recorded(answered: Answered, status: int, headers: list) -> bytes | None:
     """The recorded answer (fast_reads.FIELDS, the status, the headers), or None when it is not certain."""
-    kind = VERSION_ENTRIES.get(answered.version_of)
     api_key, budget = answered.api_key, answered.budget
-    if kind is None or budget is None or api_key.last_used_at is None or not readable():
+    if budget is None or api_key.last_used_at is None:
         return None
-    entries = (entry_key("k", api_key.prefix), entry_key(kind, answered.identifier))
-    ok, values = shared.call(lambda client: client.mget(entries), "read what an answer depends on")
-    if not ok or any(value is None or value.startswith(LEASE) for value in values):
-        return None
-    # The service's own entries (apps/core/coherence.py's Entries store them pickled).
-    key_values, version = (pickle.loads(value) for value in values)  # noqa: S301
-    if key_values != api_key_entry_values(api_key) or version != answered.version:
-        return None
+    depends_on, counted = depends_on_as_read(answered), counter(api_key, budget)
     head = recorded_headers(headers, budget)
-    counter = limit = ""
-    if budget.limit is not None:
-        name = ratelimit.account_budget_name(api_key.account_id)
-        full = ratelimit.store.counter_key(name, budget.reset)
-        if budget.used is None or full is None or not full.endswith(str(budget.reset)):
-            return None
-        counter, limit = full.removesuffix(str(budget.reset)), str(budget.limit)
     etag = dict(headers).get(b"etag")
     representation = representations.store.redis_key(answered.key)
-    if head is None or etag is None or representation is None:
+    if None in (depends_on, counted, head, etag, representation):
         return None
     touch_due = api_key.last_used_at.timestamp() + settings.API_KEY_LAST_USED_RESOLUTION
     fields = {
         "expires": repr(api_key.expires_at.timestamp()),
         "touch_due": repr(touch_due),
-        "limit": limit,
-        "counter": counter,
+        "limit": counted[1],
+        "counter": counted[0],
         "representation": representation,
         "etag": etag.decode("latin-1"),
-        "depends_on": " ".join(f"{entry} {sha1(value)}" for entry, value in zip(entries, values, strict=True)),
+        "depends_on": depends_on,
         "account": str(api_key.account_id),
     }
     lines = [fields[name].encode("latin-1") for name in FIELDS]
     return b"\n".join([*lines, str(status).encode(), *head])
+
+
+def depends_on_as_read(answered: Answered) -> str | None:
+    """The entries of the key and of the version (`name sha1` pairs), when they still hold what the
+    answer was made from; None otherwise (one changed meanwhile, or is being filled)."""
+    kind = VERSION_ENTRIES.get(answered.version_of)
+    if kind is None or not readable():
+        return None
+    entries = (entry_key("k", answered.api_key.prefix), entry_key(kind, answered.identifier))
+    ok, values = shared.call(lambda client: client.mget(entries), "read what an answer depends on")
+    if not ok or any(value is None or value.startswith(LEASE) for value in values):
+        return None
+    # The service's own entries (apps/core/coherence.py's Entries store them pickled).
+    key_values, version = (pickle.loads(value) for value in values)  # noqa: S301
+    if key_values != api_key_entry_values(answered.api_key) or version != answered.version:
+        return None
+    return " ".join(f"{entry} {sha1(value)}" for entry, value in zip(entries, values, strict=True))
+
+
+def counter(api_key, budget) -> tuple[str, str] | None:
+    """The account's counter (its key in Redis but the window's end) and limit; empty for an
+    unlimited plan; None when the request was not counted (the counters unreachable)."""
+    if budget.limit is None:
+        return "", ""
+    full = ratelimit.store.counter_key(ratelimit.account_budget_name(api_key.account_id), budget.reset)
+    if budget.used is None or full is None or not full.endswith(str(budget.reset)):
+        return None
+    return full.removesuffix(str(budget.reset)), str(budget.limit)
 
 
 def sha1(value: bytes) -> str:
