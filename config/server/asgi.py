@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from django.conf import settings
 
 from apps.core.http import body_limit
+from config.server.answers import answer_key
 from config.server.environ import build_environ
-from config.server.fast_reads import answer_key
 from config.server.limits import Refused, check_head, refusal_messages
 from config.server.recording import ANSWER_KEY, fast_reads, record
 from config.server.streaming import read_body, run_application
@@ -92,7 +92,8 @@ class Server:
         messages = run_application(self.wsgi, environ, close, loop, send)
         if ANSWER_KEY in environ:
             try:
-                record(environ, messages)
+                if record(environ, messages):
+                    self.fast.remember(environ[ANSWER_KEY])
             except Exception:
                 log.exception("Recording an answer for the fast path failed")
         return messages

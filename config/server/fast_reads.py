@@ -23,7 +23,6 @@ X-Request-ID and rate-limit figures, logged as RequestLogMiddleware logs. Redis 
 fast path is left alone for a few seconds and Django answers (failing open as it always did).
 """
 
-import hashlib
 import logging
 import time
 from pathlib import Path
@@ -31,53 +30,17 @@ from pathlib import Path
 import redis
 import redis.asyncio
 
+from config.server.answers import REMAINING, REQUEST_ID, RESET, parse
+
 log = logging.getLogger("cps.web")
 
-# What a recorded answer's fields are, in order, each on a line; then the status and the headers.
-FIELDS = ("expires", "touch_due", "limit", "counter", "representation", "etag", "depends_on", "account")
-# Header values replaced with the request's own (recording.py puts them there).
-REQUEST_ID, REMAINING, RESET = b"\x00request-id", b"\x00remaining", b"\x00reset"
-# The request header that is not part of what a recorded answer is for: each request's own.
-NOT_KEYED = frozenset({b"x-request-id"})
-# Requests a body could come with, or that Django would read otherwise, are never answered here.
-NEVER = frozenset({b"content-length", b"transfer-encoding", b"expect"})
-# Paths answered here are plain: no escapes or dots that Django would read differently from bytes.
-PLAIN_PATH = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_-")
+# How many keys of recorded answers a process remembers.
+MAX_REMEMBERED = 100_000
 # How long the fast path is left alone after Redis failed it.
 RETRY_AFTER = 5.0
 
 # The one round trip: the checks, the count and the bytes (KEYS[1]: the recorded answer).
 ANSWER = (Path(__file__).parent / "fast_reads.lua").read_text()
-
-
-def answer_key(namespace: str, scope: dict, scheme: str) -> str | None:
-    """The key of the recorded answer to this request, or None when it is never answered here: not
-    a GET under /v<N>/ with an Authorization header, a path that is not plain, a header that could
-    bring a body."""
-    if scope["method"] != "GET":
-        return None
-    raw_path = scope.get("raw_path") or scope["path"].encode()
-    if not raw_path.startswith(b"/v") or not PLAIN_PATH.issuperset(raw_path):
-        return None
-    digest = hashlib.sha256(b"\x00".join((namespace.encode(), scheme.encode(), raw_path, scope["query_string"])))
-    authorized = False
-    for name, value in scope["headers"]:
-        if name in NEVER:
-            return None
-        if name in NOT_KEYED:
-            continue
-        authorized = authorized or name == b"authorization"
-        digest.update(b"\x00%s:%s" % (name, value))
-    return f"{namespace}:{digest.hexdigest()}" if authorized else None
-
-
-def parse(entry: bytes) -> tuple[dict, int, list[tuple[bytes, bytes]]]:
-    """A recorded answer's fields, status and headers."""
-    lines = entry.split(b"\n")
-    fields = dict(zip(FIELDS, lines, strict=False))
-    status = int(lines[len(FIELDS)])
-    headers = [tuple(line.split(b": ", 1)) for line in lines[len(FIELDS) + 1 :]]
-    return fields, status, headers
 
 
 class FastReads:
@@ -98,6 +61,15 @@ class FastReads:
         self.paused_until = 0.0
         self._script = None
         self.answered = 0  # requests answered here, for the tests and the bench
+        # The recorded answers this process wrote: only their requests are looked up, so a request
+        # that is never recorded (an uncached endpoint) costs no round trip.
+        self.recorded: set[str] = set()
+
+    def remember(self, key: str) -> None:
+        """Called once this process recorded the answer to `key` (from the application's threads)."""
+        if len(self.recorded) >= MAX_REMEMBERED:
+            self.recorded.clear()  # each key is recorded again at its next request
+        self.recorded.add(key)
 
     @property
     def script(self):
@@ -114,7 +86,7 @@ class FastReads:
     async def answer(self, environ: dict, key: str) -> list[dict] | None:
         """The ASGI messages of the recorded answer, or None: Django answers."""
         started = time.monotonic()
-        if started < self.paused_until:
+        if started < self.paused_until or key not in self.recorded:
             return None
         now = self.clock()
         reset, ttl = self.window(now)

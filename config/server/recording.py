@@ -23,7 +23,8 @@ from apps.api.representations import ANSWERED_FROM, Answered
 from apps.channels.selectors import channel_version
 from apps.core.coherence import LEASE, configured, entry_key, readable, redis_location, shared
 from apps.users.selectors import _dump as api_key_entry_values  # the values of a key's entry, as stored
-from config.server.fast_reads import FIELDS, REMAINING, REQUEST_ID, RESET, FastReads
+from config.server.answers import FIELDS, REMAINING, REQUEST_ID, RESET
+from config.server.fast_reads import FastReads
 
 # The shared cache's entries versions are read from, by the function that reads them. An answer
 # whose version is read otherwise (a post's by its id alone: two entries) is not recorded.
@@ -55,19 +56,18 @@ def fast_reads() -> FastReads | None:
     )
 
 
-def record(environ: dict, messages: list[dict]) -> None:
+def record(environ: dict, messages: list[dict]) -> bool:
     """Record Django's answer to the request of `environ` (its ASGI messages) when it may be given
-    again without Django."""
+    again without Django; whether it was."""
     key = environ.get(ANSWER_KEY)
     answered = environ.get(ANSWERED_FROM)
-    if key is None or answered is None or len(messages) != 2:
-        return
-    start = messages[0]
-    if start["status"] not in (200, 304):
-        return
-    entry = recorded(answered, start["status"], start["headers"])
-    if entry is not None:
-        shared.call(lambda client: client.set(key, entry, ex=settings.API_CACHE_SECONDS), "record an answer")
+    if key is None or answered is None or len(messages) != 2 or messages[0]["status"] not in (200, 304):
+        return False
+    entry = recorded(answered, messages[0]["status"], messages[0]["headers"])
+    if entry is None:
+        return False
+    ok, _ = shared.call(lambda client: client.set(key, entry, ex=settings.API_CACHE_SECONDS), "record an answer")
+    return ok
 
 
 def recorded(answered: Answered, status: int, headers: list) -> bytes | None:

@@ -260,3 +260,19 @@ def test_the_fast_path_can_be_turned_off(settings):
     assert asgi.Server(django_application).fast is None
     settings.WEB_FAST_READS = True
     assert asgi.Server(django_application).fast is not None
+
+
+def test_a_read_that_is_never_recorded_costs_no_round_trip_to_redis(world, fast, monkeypatch):
+    looked_up = []
+    monkeypatch.setattr(type(fast.server.fast), "script", property(lambda self: looked_up.append(1)))
+    for _ in range(3):
+        assert fast.get("/v1/me", world.key).status == 200
+    assert looked_up == []
+
+
+def test_every_process_looks_up_only_the_answers_it_recorded(world, fast, loop):
+    path = f"/v1/channels/{world.channel.pk}/posts"
+    answered_fast(fast, path, world.key)
+    another = Web(loop, fast=True)
+    assert not another.get(path, world.key).fast
+    assert another.get(path, world.key).fast
