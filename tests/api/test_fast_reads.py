@@ -276,3 +276,14 @@ def test_every_process_looks_up_only_the_answers_it_recorded(world, fast, loop):
     another = Web(loop, fast=True)
     assert not another.get(path, world.key).fast
     assert another.get(path, world.key).fast
+
+
+def test_with_redis_unreachable_the_fast_path_stands_aside_and_django_answers(world, fast, caplog):
+    path = f"/v1/channels/{world.channel.pk}/posts"
+    answered_fast(fast, path, world.key)
+    fast.server.fast.location = "redis://127.0.0.1:1/0"  # nothing listens there
+    fast.server.fast._script = None
+    answer = fast.get(path, world.key)
+    assert (answer.status, answer.fast) == (200, False)
+    assert "Redis unreachable" in caplog.text
+    assert fast.server.fast.paused_until > 0
