@@ -215,11 +215,14 @@ def serve(
         store.done(key)
 
     response.add_post_render_callback(stored)
-    return _served(request, response, key, version, of)
+    # Not noted: a computed answer's headers are DRF's (Allow...), the stored one's are not, and the
+    # next request is answered from the store.
+    return response
 
 
 def _served(request, response, key: str, version: tuple[int, int], of: tuple[Callable, object] | None):
-    """`response`, the request noted as answered from the representation `key` (when there is one)."""
+    """`response` read from the store, the request noted as answered from the representation `key`
+    (when there is one)."""
     if response is not None and of is not None:
         budget = getattr(request, REQUEST_ATTRIBUTE, None)  # DRF passes it on from the HttpRequest
         request.META[ANSWERED_FROM] = Answered(key, version, *of, request.auth, budget)
