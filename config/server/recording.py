@@ -1,20 +1,16 @@
 """What Django answered from a cached representation, recorded for config/server/fast_reads.py to
-answer again before Django, with what the answer depended on.
+answer again before Django, with what the answer depended on. Why it exists: only Django knows what
+an answer was made of (the key it authenticated, the version it read, the budget it charged).
 
-Why it exists: only Django knows what an answer was made of (the key it authenticated, the version
-it read, the budget it charged); the fast path must not guess it.
-
-Runs on the application's thread once Django answered. An answer is recorded only when everything
-it was made of can be named in Redis and is still there as Django read it: the API key's entry holds
-the very values the request was authenticated with (so it is not revoked, the user is active, the
-scopes and the plan are those), and the channel's version entry holds the version the representation
-was stored under. A change committed meanwhile deletes one of them (apps/core/coherence.py): then
-nothing is recorded. Otherwise its SHA-1 is recorded, and a later change deletes the entry, which
-the fast path then finds gone.
+Runs on the application's thread once Django answered. Recorded only when the API key's entry holds
+the very values the request was authenticated with, and the channel's version entry the version the
+representation was stored under (a change committed meanwhile deleted one: nothing is recorded); a
+later change deletes one, and the fast path finds it gone (apps/core/coherence.py).
 """
 
 import hashlib
 import pickle
+import re
 
 from django.conf import settings
 
@@ -26,11 +22,10 @@ from apps.users.selectors import _dump as api_key_entry_values  # the values of 
 from config.server.answers import FIELDS, REMAINING, REQUEST_ID, RESET
 from config.server.fast_reads import FastReads
 
-# The shared cache's entries versions are read from, by the function that reads them. An answer
-# whose version is read otherwise (a post's by its id alone: two entries) is not recorded.
+# The entry each version is read from, by the function reading it; others (a post's by its id alone) are not recorded.
 VERSION_ENTRIES = {channel_version: "c"}
 
-# Where the request's key is noted for the recorder (config/server/asgi.py).
+# Where asgi.py notes the request's key for the recorder.
 ANSWER_KEY = "cps.answer_key"
 
 
@@ -46,7 +41,7 @@ def fast_reads() -> FastReads | None:
         return reset, reset - int(now) + ratelimit.EXPIRY_GRACE
 
     return FastReads(
-        namespace=f"answers:{representations.code_digest()}",
+        namespace=f"answers:{representations.code_digest()}:{settings_digest()}",
         location=location,
         options=settings.CACHES["default"].get("OPTIONS", {}),
         clock=ratelimit.clock,
@@ -54,6 +49,14 @@ def fast_reads() -> FastReads | None:
         request_id_of=observability.request_id_of,
         log_request=observability.log_request,
     )
+
+
+def settings_digest() -> str:
+    """Changes with any setting (a limit, a security header's): a restart with other settings never
+    gives an answer recorded under the old ones. Addresses and sets' orders differ between processes."""
+    values = [(name, getattr(settings, name)) for name in sorted(dir(settings)) if name.isupper()]
+    values = [(name, sorted(map(repr, v)) if isinstance(v, set | frozenset) else v) for name, v in values]
+    return hashlib.sha256(re.sub(r" at 0x[0-9a-f]+", "", repr(values)).encode()).hexdigest()[:16]
 
 
 def record(environ: dict, messages: list[dict]) -> bool:

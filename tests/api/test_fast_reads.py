@@ -290,3 +290,9 @@ def test_with_redis_unreachable_the_fast_path_stands_aside_and_django_answers(wo
     assert (answer.status, answer.fast) == (200, False)
     assert "Redis unreachable" in caplog.text
     assert fast.server.fast.paused_until > 0
+
+
+def test_a_web_process_started_with_other_settings_never_gives_the_answers_recorded_before(fast, loop, settings):
+    assert Web(loop, fast=True).server.fast.namespace == fast.server.fast.namespace
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "free": 7}
+    assert Web(loop, fast=True).server.fast.namespace != fast.server.fast.namespace
