@@ -51,13 +51,14 @@ _ACCOUNT = Columns(Account)
 _USER = Columns(User, lambda field: field.attname != "password")
 
 
-def _dump(api_key: ApiKey) -> tuple:
+def api_key_entry_values(api_key: ApiKey) -> tuple:
+    """What a key's entry in the shared cache holds: the values of its row, its account's and its user's."""
     return _KEY.values(api_key), _ACCOUNT.values(api_key.account), _USER.values(api_key.user)
 
 
 def _load(prefix: str) -> tuple | None:
     api_key = _key_by_prefix.first(prefix)
-    return None if api_key is None else _dump(api_key)
+    return None if api_key is None else api_key_entry_values(api_key)
 
 
 def _build(values: tuple) -> ApiKey:

@@ -18,7 +18,7 @@ from apps.api import observability, ratelimit, representations
 from apps.api.representations import ANSWERED_FROM, Answered
 from apps.channels.selectors import channel_version
 from apps.core.coherence import LEASE, configured, entry_key, readable, redis_location, shared
-from apps.users.selectors import _dump as api_key_entry_values  # the values of a key's entry, as stored
+from apps.users.selectors import api_key_entry_values
 from config.server.answers import FIELDS, REMAINING, REQUEST_ID, RESET
 from config.server.fast_reads import FastReads
 
