@@ -183,12 +183,11 @@ def newsletter_section(result: dict) -> list[str]:
         f"the first quarter of the send, {result['rss_last_mb']:.0f} MB in the last ({growth:+.0f} MB), at most "
         f"{result['rss_max_mb']:.0f} MB.",
         "",
-        "Where the difference goes: the delivery records' marks are committed in groups by a thread of their "
-        "own while the next messages go out, in one transaction with the edition's counters (`marks.py`: at "
-        "most 20 messages out unmarked, what bounds a crash to 20 `uncertain` records per batch in flight); "
-        "each batch of `NEWSLETTER_BATCH_SIZE` adds its claim, its read of the recipients, its release and an "
-        "SMTP connection; the message itself is serialized once per edition and only addressed per recipient "
-        "(`message.Prepared`).",
+        "Where the difference goes: the delivery records' marks are committed 20 messages at a time, in one "
+        "transaction with the edition's counters (`marks.py`: what bounds a crash to at most 20 `uncertain` "
+        "records per batch in flight), one commit every 20 messages instead of one per message; each batch of "
+        "`NEWSLETTER_BATCH_SIZE` adds its claim, its read of the recipients, its release and an SMTP connection; "
+        "the message itself is serialized once per edition and only addressed per recipient (`message.Prepared`).",
         "",
     ]
 

@@ -5,13 +5,13 @@ mailing anyone twice.
 When its job first runs, the edition is frozen: its parts rendered once, and one Delivery record
 per confirmed, not suppressed subscriber (unique per pair). The sender then takes records in
 batches (SELECT … FOR UPDATE SKIP LOCKED), marks them `claimed` by the batch, and sends them one
-at a time in id order over one connection per batch. Their outcomes are committed in groups
-(marks.py), by a thread of their own while the next messages go out: a message is handed over only
-while fewer than the batch's window of outcomes wait. So at any moment the records that may have
-gone out without being marked are among the batch's lowest-id `claimed` ones, at most its window.
-After a crash, those become `uncertain` (never sent again by themselves: the Settings area offers
-"Send to uncertain" as a decision) and the rest of the batch goes back to `pending`. The batch is
-released only once its outcomes are committed: a record put back is never one that went out.
+at a time in id order over one connection per batch. Their outcomes are committed a window at a
+time (marks.py): a message is handed over only while fewer than the batch's window of outcomes
+wait. So at any moment the records that may have gone out without being marked are among the
+batch's lowest-id `claimed` ones, at most its window. After a crash, those become `uncertain`
+(never sent again by themselves: the Settings area offers "Send to uncertain" as a decision) and
+the rest of the batch goes back to `pending`. The batch is released only once its outcomes are
+committed: a record put back is never one that went out.
 
 The job's lease is the lock: one job of a channel runs at a time (apps/publishing/services.py),
 so a job that starts finds every `claimed` record left by a dead predecessor. The sender stops
@@ -31,7 +31,6 @@ from django.conf import settings
 from django.core import mail
 from django.core.mail.backends.smtp import EmailBackend as SmtpBackend
 from django.db import IntegrityError, transaction
-from django.db import connection as database
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -48,7 +47,7 @@ from apps.publishing.newsletter.editions import (
     recover,
 )
 from apps.publishing.newsletter.mail_errors import Verdict, verdict_of
-from apps.publishing.newsletter.marks import Lost, Marks, Writer, batch_tag
+from apps.publishing.newsletter.marks import Lost, Marks, batch_tag
 from apps.publishing.newsletter.models import (
     Delivery,
     DeliveryState,
@@ -123,20 +122,13 @@ class Sender:
         self.messages = message.Prepared(edition=edition, newsletter=self.newsletter)
         self.pace = Pace(settings.NEWSLETTER_SEND_RATE)
         self.sent = 0  # by this run
-        self.writer: Writer | None = None
 
     def run(self) -> None:
-        # The writer's connection would not see a claim that the caller's open transaction has not
-        # committed (a test's): the sender then commits its marks itself, a window at a time.
-        self.writer = None if database.in_atomic_block else Writer()
-        try:
-            while time.monotonic() < self.deadline:
-                batch = self._claim()
-                if batch is None or not self._send_batch(batch):
-                    return
-        finally:
-            if self.writer is not None:
-                self.writer.close()
+        while time.monotonic() < self.deadline:
+            batch = self._claim()
+            if batch is None:
+                return
+            self._send_batch(batch)
 
     def _claim(self) -> str | None:
         now = timezone.now()
@@ -183,33 +175,24 @@ class Sender:
                 Edition.objects.filter(pk=self.edition.pk).update(suppressed=F("suppressed") + suppressed)
         settled = set(gone)
         records = [record for record in records if record[0] not in settled]
-        marks = Marks(edition_id=self.edition.pk, batch=batch, writer=self.writer)
+        marks = Marks(edition_id=self.edition.pk, batch=batch)
         try:
             if records:
                 self._send_records(batch, records, marks)
         except Lost:
-            return self._lost(batch)
-        except BaseException:
+            logger.warning("newsletter edition=%s lost batch %s; stopping it", self.edition.pk, batch)
+        finally:
             self._end_batch(batch, marks)
-            raise
-        return self._end_batch(batch, marks)
 
-    def _end_batch(self, batch: str, marks: Marks) -> bool:
-        """Commit the outcomes waiting, then put the rest back; False when the batch was lost. Only
-        in that order, and only once the commit went through: should it fail, the batch stays
-        `claimed` for recovery, which knows its window, rather than going back with records in it
-        whose messages went out."""
+    def _end_batch(self, batch: str, marks: Marks) -> None:
+        """Commit the outcomes waiting, then put the rest back. Only in that order: should the
+        commit fail, the batch stays `claimed` for recovery, which knows its window, rather than
+        going back with records in it whose messages went out."""
         try:
             marks.commit()
         except Lost:
-            return self._lost(batch)
+            logger.warning("newsletter edition=%s lost batch %s; stopping it", self.edition.pk, batch)
         self._release(batch)
-        return True
-
-    def _lost(self, batch: str) -> bool:
-        """The batch's records were taken over (by recovery, under a lease that ran out): stop."""
-        logger.warning("newsletter edition=%s lost batch %s; stopping", self.edition.pk, batch)
-        return False
 
     @staticmethod
     def _open():

@@ -1,9 +1,7 @@
-"""The outcomes of a batch's messages are committed in groups (marks.py), by a thread of their own in
-a worker, never more than a window of messages out unmarked; after a crash, recovery makes the
-lowest records of each batch left `claimed`, as many as the window written in its tag, `uncertain`,
-and puts the rest back. (The same bound under a real SIGKILL is test_workers.py's.)"""
-
-import threading
+"""The outcomes of a batch's messages are committed a window at a time (marks.py), never more than a
+window of messages out unmarked; after a crash, recovery makes the lowest records of each batch left
+`claimed`, as many as the window written in its tag, `uncertain`, and puts the rest back. (The same
+bound under a real SIGKILL is test_workers.py's.)"""
 
 import pytest
 
@@ -28,26 +26,20 @@ def test_a_batch_tag_carries_its_window_and_a_tag_without_one_had_a_window_of_on
     assert marks.window_of("0f" * 16) == marks.LEGACY_WINDOW == 1
 
 
-def committed_before_each_message(monkeypatch) -> list[int]:
-    """How many of the edition's records were committed `sent` as each message was handed over."""
-    committed: list[int] = []
-    send_one = Sender._send_one
-
-    def counting(self, connection, recipient):
-        committed.append(Delivery.objects.filter(edition=self.edition, state=DeliveryState.SENT).count())
-        return send_one(self, connection, recipient)
-
-    monkeypatch.setattr(Sender, "_send_one", counting)
-    return committed
-
-
-def test_inside_a_transaction_the_sender_commits_the_outcomes_itself_a_window_at_a_time(
+def test_the_outcomes_are_committed_a_window_at_a_time_and_never_more_than_a_window_waits(
     smtp_server, monkeypatch, settings
 ):
     settings.NEWSLETTER_BATCH_SIZE = 100
     channel = NewsletterChannelFactory()
     subscribe(channel, 100)
-    committed_before = committed_before_each_message(monkeypatch)
+    committed_before: list[int] = []
+    send_one = Sender._send_one
+
+    def counting(self, connection, recipient):
+        committed_before.append(Delivery.objects.filter(edition=self.edition, state=DeliveryState.SENT).count())
+        return send_one(self, connection, recipient)
+
+    monkeypatch.setattr(Sender, "_send_one", counting)
 
     post = publish(channel)
 
@@ -56,32 +48,6 @@ def test_inside_a_transaction_the_sender_commits_the_outcomes_itself_a_window_at
     assert committed_before == [i // window * window for i in range(100)]
     assert Edition.objects.get(post_id=post.pk).recipients()["sent"] == 100
     assert len(smtp_server.received) == 100
-
-
-@pytest.mark.django_db(transaction=True)
-def test_in_a_worker_a_thread_of_their_own_commits_the_outcomes_while_the_next_messages_go_out(
-    smtp_server, monkeypatch
-):
-    channel = NewsletterChannelFactory()
-    subscribe(channel, 300)
-    committed_before = committed_before_each_message(monkeypatch)
-    committed_on: set[int] = set()
-    commit = marks.commit
-
-    def recording(*args):
-        committed_on.add(threading.get_ident())
-        return commit(*args)
-
-    monkeypatch.setattr(marks, "commit", recording)
-
-    post = publish(channel)
-
-    assert committed_on and threading.get_ident() not in committed_on
-    # Never a window of messages out unmarked.
-    assert [i for i, committed in enumerate(committed_before) if committed <= i - marks.WINDOW] == []
-    assert smtp_server.count_by_address() == {f"reader{n}@example.com": 1 for n in range(300)}
-    assert Edition.objects.get(post_id=post.pk).recipients()["sent"] == 300
-    assert set(Delivery.objects.filter(edition__post_id=post.pk).values_list("state", "batch")) == {("sent", "")}
 
 
 def _left_claimed(channel, batches: dict[str, int]) -> tuple[Edition, dict[str, list[int]]]:
