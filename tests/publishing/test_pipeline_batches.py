@@ -153,8 +153,11 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_commits_no_j
     # Several jobs pushed and not recorded: their next attempts must each find their own commit.
     assert recorded + 3 <= pushed < POSTS, "the worker was not caught between a batch's pushes and its record"
 
-    start_worker(**env)
-    wait_until(lambda: jobs.filter(state="succeeded").count() == POSTS, timeout=180)
+    again = start_worker(**env)
+    try:
+        wait_until(lambda: jobs.filter(state="succeeded").count() == POSTS, timeout=180)
+    except AssertionError:
+        pytest.fail(f"{list(jobs.exclude(state='succeeded').values_list('state', 'last_error'))}\n{again.log_tail()}")
 
     # Nothing lost: every post published and announced once; nothing twice: one commit per job.
     assert commits_by_job(bare) == Counter({job.pk: 1 for job in jobs})
