@@ -313,7 +313,9 @@ def run_batch(run: Run, *, deadline: float) -> int:
     results: list[Result] = []
     posts: set[int] = set()
     for job in jobs:
-        if job.post_id in posts or (results and time.monotonic() > deadline) or not startable(job):
+        # The first job always starts, as a job claimed alone would: a run that started none would
+        # leave its channel to the sweeper.
+        if job.post_id in posts or (results and (time.monotonic() > deadline or not startable(job))):
             break
         results.append(run.attempt(job, last[job.pk]))
         posts.add(job.post_id)
