@@ -5,7 +5,7 @@ apps.core.outbox.retry_delay) and the consequences apps/webhooks/outcomes.py giv
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, wait
+from concurrent.futures import wait
 from datetime import datetime
 from functools import partial
 
@@ -32,11 +32,6 @@ UNSIGNABLE = (
 # Where deliveries go on to the broker (services.enqueue).
 HandOver = Callable[[list[str]], None]
 
-# The fewest attempts a batch hands its recorder at once: each recording is a transaction (the
-# endpoint locked, its health, the attempts, the deliveries), and recordings of one or two attempts
-# cost more CPU than the overlap saves; the attempts made while one is written join the next.
-RECORDING_AT_LEAST = 10
-
 # What recording an attempt changes on the delivery.
 _OUTCOME_FIELDS = (
     "status",
@@ -58,7 +53,6 @@ def deliveries_attempt(
     manual: bool = False,
     pool: WorkerThreads | None = None,
     patience: float | None = None,
-    recorder: WorkerThreads | None = None,
 ) -> list[Attempt]:
     """Make one attempt of each due delivery among `delivery_ids` that no other worker holds and
     whose endpoint may be sent to now, record them, and schedule the next attempts or finish;
@@ -68,17 +62,15 @@ def deliveries_attempt(
     connection to it. Without a `pool` the batches are sent here, one after the other; with one,
     on its threads at the same time, and this waits for them at most `patience` seconds: a batch
     still running then (a receiver that hangs) records its own outcome when it ends, and only the
-    attempts of the batches that ended are returned. With a `recorder` (threads of their own), a
-    batch's attempts are written there while its next ones are sent (see `_send_batch`). Each
-    batch, once recorded, passes what waited for its endpoint to `hand_over` (services.enqueue:
-    this module does not reach the tasks).
+    attempts of the batches that ended are returned. Each batch, once recorded, passes what waited
+    for its endpoint to `hand_over` (services.enqueue: this module does not reach the tasks).
     """
     started = time.monotonic()
     deliveries = _claim(delivery_ids, manual=manual, now=timezone.now())
     batches: dict[int, list[Delivery]] = {}
     for delivery in deliveries:
         batches.setdefault(delivery.endpoint_id, []).append(delivery)
-    send = partial(_send_batch, manual=manual, started=started, hand_over=hand_over, recorder=recorder)
+    send = partial(_send_batch, manual=manual, started=started, hand_over=hand_over)
     if pool is None:
         return [attempt for batch in batches.values() for attempt in send(batch)]
     futures = [pool.submit(partial(send, batch)) for batch in batches.values()]
@@ -163,50 +155,35 @@ def _within_limits(claimable, delivery_ids: list[str], lease: datetime, now: dat
 # --- attempting ------------------------------------------------------------------------------------
 
 
-def _send_batch(
-    deliveries: list[Delivery], *, manual: bool, started: float, hand_over: HandOver, recorder: WorkerThreads | None
-) -> list[Attempt]:
-    """Attempt one endpoint's deliveries in order, recording the outcomes as they come.
+def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float, hand_over: HandOver) -> list[Attempt]:
+    """Attempt one endpoint's deliveries in order, then record the outcomes.
 
     No further attempt is started once WEBHOOK_TIMEOUT has passed since the claim, after an
     attempt that got no answer (the endpoint hangs or refuses: the rest would only wait behind
     it), or once the endpoint's failures in a row reach the breaker's threshold. The rest go back
-    unattempted. With a `recorder`, the attempts made so far (RECORDING_AT_LEAST or more) are
-    written on it, in one transaction, while the next ones are sent (the network overlaps the
-    bookkeeping; one recording at a time, in order, so the endpoint's health counts them as they
-    were made); without one, and for what is left at the end, here. A worker that dies leaves what
-    it sent and had not recorded yet (the attempts of the recording under way and those sent
-    meanwhile) to be sent again once their lease runs out (receivers deduplicate by delivery id);
-    nothing it recorded is sent again (docs/webhooks.md, What a crash leaves).
+    unattempted. The outcomes are written together at the end (so `delivered_at` and the next
+    attempt's time count from then); a worker that dies before that leaves them to be sent again
+    once their lease runs out (receivers deduplicate by delivery id).
     """
     endpoint = deliveries[0].endpoint
-    failures, lease = endpoint.consecutive_failures, deliveries[0].locked_until
-    record = partial(_record_batch, endpoint.pk, manual=manual, lease=lease)
-    attempts: list[Attempt] = []
-    unrecorded: list = []
-    recording: Future | None = None
-    made, answered = 0, True
+    failures = endpoint.consecutive_failures
+    sent = []
     for delivery in deliveries:
-        if made and (
+        if sent and (
             time.monotonic() - started > settings.WEBHOOK_TIMEOUT
-            or not answered
+            or not sent[-1][1].consequence.answered
             or failures >= settings.WEBHOOK_BREAKER_THRESHOLD
         ):
             break
-        if recorder is not None and len(unrecorded) >= RECORDING_AT_LEAST and (recording is None or recording.done()):
-            attempts.extend(recording.result()[1] if recording else [])
-            recording, unrecorded = recorder.submit(partial(record, unrecorded, [], final=False)), []
         started_at = timezone.now()
         outcome = _attempt(endpoint, delivery, started_at)
-        unrecorded.append((delivery, outcome, started_at))
-        made, answered = made + 1, outcome.consequence.answered
+        sent.append((delivery, outcome, started_at))
         failures = 0 if outcome.ok else failures + 1
-    if recording is not None:
-        attempts.extend(recording.result()[1])
-    handover, last = record(unrecorded, deliveries[made:], final=True)
+    rest, lease = deliveries[len(sent) :], deliveries[0].locked_until
+    handover, attempts = _record_batch(endpoint.pk, sent, rest, manual=manual, lease=lease)
     if handover:
         hand_over(handover)
-    return attempts + last
+    return attempts
 
 
 def _attempt(endpoint: WebhookEndpoint, delivery: Delivery, started_at: datetime) -> Outcome:
@@ -228,11 +205,10 @@ def _attempt(endpoint: WebhookEndpoint, delivery: Delivery, started_at: datetime
 
 
 def _record_batch(
-    endpoint_id: int, sent: list, rest: list[Delivery], *, manual: bool, lease: datetime, final: bool
+    endpoint_id: int, sent: list, rest: list[Delivery], *, manual: bool, lease: datetime
 ) -> tuple[list[str], list[Attempt]]:
-    """Write attempts of a batch and their outcomes and the endpoint's health; return the
-    deliveries that waited for the endpoint, now marked as handed over once the batch ends
-    (`final`: the batch no longer counts against the endpoint's cap then), and the attempts."""
+    """Write a batch's attempts and outcomes and the endpoint's health; return the deliveries
+    that waited for the endpoint, now marked as handed over, and the attempts."""
     now = timezone.now()
     with transaction.atomic():
         # The endpoint's lock orders this after any claim that left deliveries waiting on this
@@ -251,7 +227,7 @@ def _record_batch(
         breaker.judge(endpoint, [outcome for _, outcome, _ in sent], health_before, now)
         if was_held_back and not endpoint.held_back:
             breaker.release_backlog(endpoint, now)
-        handover = [] if not final or endpoint.holds_deliveries(now) else _take_waiting(endpoint, now)
+        handover = [] if endpoint.holds_deliveries(now) else _take_waiting(endpoint, now)
     if held < len(sent):
         logger.warning("%d webhook attempts outlived their lease; their outcomes are not recorded", len(sent) - held)
     for attempt in attempts:

@@ -90,33 +90,21 @@ def enqueue(delivery_ids: list[str], *, manual: bool = False) -> None:
 
 
 def delivery_attempt(
-    *,
-    delivery_id: str,
-    manual: bool = False,
-    pool: WorkerThreads | None = None,
-    patience: float | None = None,
-    recorder: WorkerThreads | None = None,
+    *, delivery_id: str, manual: bool = False, pool: WorkerThreads | None = None, patience: float | None = None
 ) -> Attempt | None:
     """Make one attempt of a delivery (None when it is not due, another worker holds it, or it
     did not end within the `patience` given with a `pool`)."""
-    attempts = deliveries_attempt(
-        delivery_ids=[str(delivery_id)], manual=manual, pool=pool, patience=patience, recorder=recorder
-    )
+    attempts = deliveries_attempt(delivery_ids=[str(delivery_id)], manual=manual, pool=pool, patience=patience)
     return attempts[0] if attempts else None
 
 
 def deliveries_attempt(
-    *,
-    delivery_ids: list[str],
-    manual: bool = False,
-    pool: WorkerThreads | None = None,
-    patience: float | None = None,
-    recorder: WorkerThreads | None = None,
+    *, delivery_ids: list[str], manual: bool = False, pool: WorkerThreads | None = None, patience: float | None = None
 ) -> list[Attempt]:
     """Make one attempt of each due delivery among `delivery_ids` (see sending.deliveries_attempt);
     what waited for their endpoints is handed to the broker."""
     return sending.deliveries_attempt(
-        delivery_ids=delivery_ids, manual=manual, pool=pool, patience=patience, recorder=recorder, hand_over=enqueue
+        delivery_ids=delivery_ids, manual=manual, pool=pool, patience=patience, hand_over=enqueue
     )
 
 

@@ -11,20 +11,12 @@ PATIENCE = 0.25
 
 @shared_task(name="webhooks.deliver", acks_late=True, ignore_result=True)
 def deliver_webhook(delivery_id: str, manual: bool = False) -> None:
-    services.delivery_attempt(
-        delivery_id=delivery_id,
-        manual=manual,
-        pool=attempt_threads.pool(),
-        patience=PATIENCE,
-        recorder=attempt_threads.recorders(),
-    )
+    services.delivery_attempt(delivery_id=delivery_id, manual=manual, pool=attempt_threads.pool(), patience=PATIENCE)
 
 
 @shared_task(name="webhooks.deliver_batch", acks_late=True, ignore_result=True)
 def deliver_webhooks(delivery_ids: list[str]) -> None:
-    services.deliveries_attempt(
-        delivery_ids=delivery_ids, pool=attempt_threads.pool(), patience=PATIENCE, recorder=attempt_threads.recorders()
-    )
+    services.deliveries_attempt(delivery_ids=delivery_ids, pool=attempt_threads.pool(), patience=PATIENCE)
 
 
 @shared_task(name="webhooks.sweep", ignore_result=True)
