@@ -76,9 +76,7 @@ class Marks:
                 if state == DeliveryState.SENT:
                     continue
                 settled = {} if state == DeliveryState.PENDING else {"settled_at": now}
-                written = Delivery.objects.filter(pk=record_id, batch=self.batch, state=DeliveryState.CLAIMED).update(
-                    state=state, batch="", **settled, **columns
-                )
+                written = self._write_one(record_id, state, {**settled, **columns})
                 if state != DeliveryState.PENDING:
                     counts[state] = counts.get(state, 0) + written
                 counts["all"] = counts.get("all", 0) + written
@@ -89,9 +87,21 @@ class Marks:
         if counts["all"] != len(waiting):
             raise Lost(f"batch {self.batch} no longer holds {len(waiting) - counts['all']} of its records")
 
+    def _write_one(self, record_id: int, state: str, columns: dict) -> int:
+        return Delivery.objects.filter(pk=record_id, batch=self.batch, state=DeliveryState.CLAIMED).update(
+            state=state, batch="", **columns
+        )
+
     def _write_sent(self, sent: list[tuple[int, dict]], now) -> int:
         """The sent records, in one statement: the marks of a whole window in one round trip, where
         the ORM would take one UPDATE per record (each has its own Message-ID)."""
+        if connection.vendor != "postgresql":
+            # SQLite (the embedded default) joins no VALUES list with named columns: one UPDATE a
+            # record there, still all in the window's one transaction.
+            return sum(
+                self._write_one(record_id, DeliveryState.SENT, {"settled_at": now, **columns})
+                for record_id, columns in sent
+            )
         rows = ", ".join(["(%s::bigint, %s, %s::smallint)"] * len(sent))
         values = [
             value for record_id, columns in sent for value in (record_id, columns["message_id"], columns["attempts"])
