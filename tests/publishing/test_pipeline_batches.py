@@ -154,6 +154,11 @@ def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_commits_no_j
     # the client) would have released. The server's side is not what this test is about.
     for lock in (bare / "refs").rglob("*.lock"):
         lock.unlink()
+    # The same holds for the dead worker's own cache: a kill mid-fetch leaves its ref lock, which no
+    # process releases (a stale lock there is its own open problem, named in docs/publishing.md; this
+    # test is about what a batch left unrecorded does on its next attempt).
+    for lock in (tmp_path / "worker-git-cache").rglob("refs/**/*.lock"):
+        lock.unlink()
     pushed, recorded = len(history(bare)), jobs.filter(state="succeeded").count()
     # Several jobs pushed and not recorded: their next attempts must each find their own commit.
     assert recorded + 3 <= pushed < POSTS, "the worker was not caught between a batch's pushes and its record"
