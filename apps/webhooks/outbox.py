@@ -24,11 +24,12 @@ logger = logging.getLogger(__name__)
 SWEEP_BATCH = 1000
 
 
-# From this many rows on, PostgreSQL gets them with COPY: bulk_create's INSERT ... UNNEST has
-# psycopg quote every value of its arrays in Python (event bodies are kilobytes of JSON), several
-# times slower. Fewer rows take the ordinary path, which query counts and tests see.
+# From this many rows on, PostgreSQL gets them with COPY; fewer go in one INSERT ... VALUES with a
+# parameter per value. Both instead of bulk_create's INSERT ... UNNEST, whose arrays psycopg quotes
+# value by value in Python (a regular expression substitution per quote character of kilobytes of
+# JSON bodies): that quoting cost more CPU than sending the webhooks.
 COPY_MIN_ROWS = 100
-# Fields whose Python values PostgreSQL takes as they are (models with others use bulk_create).
+# Fields whose Python values PostgreSQL takes as they are in COPY (models with others use VALUES).
 _COPIED_AS_IS = frozenset(
     {
         "AutoField",
@@ -48,15 +49,38 @@ _COPIED_AS_IS = frozenset(
 )
 
 
-def _insert(model: type, objs: list) -> list:
+def insert_rows(model: type, objs: list) -> list:
     """Insert new rows (as bulk_create does: defaults and auto_now filled in, primary keys set)."""
     connection = transaction.get_connection()
-    if connection.vendor != "postgresql" or len(objs) < COPY_MIN_ROWS:
+    if connection.vendor != "postgresql" or len(objs) < 2:
         return model.objects.bulk_create(objs)
+    fields = model._meta.concrete_fields
+    if len(objs) < COPY_MIN_ROWS or any(field.get_internal_type() not in _COPIED_AS_IS for field in fields):
+        return _insert_values(connection, model, objs)
+    return _copy(connection, model, objs)
+
+
+def _insert_values(connection, model: type, objs: list) -> list:
+    meta = model._meta
+    numbered = getattr(meta.pk, "db_returning", False)  # the database numbers the rows
+    fields = [field for field in meta.concrete_fields if not (numbered and field is meta.pk)]
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    row = f"({', '.join(['%s'] * len(fields))})"
+    returning = f" RETURNING {connection.ops.quote_name(meta.pk.column)}" if numbered else ""
+    params = [field.get_db_prep_save(field.pre_save(obj, True), connection) for obj in objs for field in fields]
+    table = connection.ops.quote_name(meta.db_table)
+    sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * len(objs))}{returning}"  # noqa: S608 - the model's own table; values are parameters
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if numbered:  # in the order of the VALUES, as bulk_create's RETURNING too relies on
+            for obj, (pk,) in zip(objs, cursor.fetchall(), strict=True):
+                obj.pk = pk
+    return _saved(connection, objs)
+
+
+def _copy(connection, model: type, objs: list) -> list:
     meta = model._meta
     fields = meta.concrete_fields
-    if any(field.get_internal_type() not in _COPIED_AS_IS for field in fields):
-        return model.objects.bulk_create(objs)
     table = connection.ops.quote_name(meta.db_table)
     with connection.cursor() as cursor:
         if getattr(meta.pk, "db_returning", False):  # the database numbers the rows: take the numbers first
@@ -72,6 +96,10 @@ def _insert(model: type, objs: list) -> list:
         with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for obj in objs:
                 copy.write_row([field.pre_save(obj, True) if field else getattr(obj, name) for name, field in names])
+    return _saved(connection, objs)
+
+
+def _saved(connection, objs: list) -> list:
     for obj in objs:
         obj._state.adding, obj._state.db = False, connection.alias
     return objs
@@ -88,7 +116,7 @@ def events_write(
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events_emit must run inside the transaction of the change it reports")
     now = timezone.now()
-    events = _insert(
+    events = insert_rows(
         Event,
         [
             Event(
@@ -113,7 +141,7 @@ def events_write(
         for event in events
         for target in targets_of(event.account_id)
     ]
-    _insert(Delivery, deliveries)
+    insert_rows(Delivery, deliveries)
     return events, [str(d.id) for d in deliveries if d.enqueued_at is not None]
 
 

@@ -222,7 +222,7 @@ def _record_batch(
         probe = not manual and endpoint.next_probe_at == lease
         endpoint.record_results([(outcome.ok, at) for _, outcome, at in sent], now, probe=probe)
         attempts = [_record(d, outcome, started_at=at, manual=manual, now=now) for d, outcome, at in sent]
-        Attempt.objects.bulk_create(attempts)
+        outbox.insert_rows(Attempt, attempts)
         held = _write_outcomes([delivery for delivery, _, _ in sent], rest, lease)
         breaker.judge(endpoint, [outcome for _, outcome, _ in sent], health_before, now)
         if was_held_back and not endpoint.held_back:

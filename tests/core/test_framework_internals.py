@@ -584,7 +584,7 @@ def test_a_sessions_own_notification_reaches_its_handler_before_its_commit_retur
 
 @requires_postgres
 def test_djangos_cursor_hands_over_psycopgs_copy_and_says_which_keys_the_database_numbers():
-    where = "apps/webhooks/outbox.py (_insert; behaviour in tests/webhooks/test_bulk_emit.py)"
+    where = "apps/webhooks/outbox.py (insert_rows; behaviour in tests/webhooks/test_bulk_emit.py)"
     assert (Event._meta.pk.db_returning, Delivery._meta.pk.db_returning) == (True, False), redo(
         where, "Field.db_returning changed: the COPY path must take the sequence's numbers another way"
     )

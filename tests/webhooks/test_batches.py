@@ -133,3 +133,17 @@ def test_oversized_response_bodies_are_cut_and_the_connection_is_not_reused(endp
     first, second = deliveries_attempt(delivery_ids=emit_many(2))
     assert len(first.response_body) == transport.RESPONSE_BODY_LIMIT
     assert second.response_status == 200  # a fresh connection, not the rest of the first body
+
+
+def test_a_batchs_attempts_are_stored_as_made_with_their_headers_as_json(emit_many, receiver):
+    ids = emit_many(3)
+    attempts = deliveries_attempt(delivery_ids=ids)
+    assert len({a.pk for a in attempts}) == 3 and all(a.pk for a in attempts)
+    for made in attempts:
+        stored = Attempt.objects.get(pk=made.pk)
+        assert str(stored.delivery_id) == str(made.delivery_id)
+        assert stored.request_headers == made.request_headers and stored.response_headers == made.response_headers
+        assert stored.request_body == made.request_body and stored.started_at == made.started_at
+        assert (stored.number, stored.trigger, stored.counted) == (1, "automatic", True)
+    # Stored as JSON objects, not as strings of JSON: their keys can be queried.
+    assert Attempt.objects.filter(**{"request_headers__X-Service-Delivery": ids[1]}).get().pk == attempts[1].pk

@@ -53,3 +53,18 @@ def test_event_ids_keep_increasing_after_a_batch():
     many = emit(account, outbox.COPY_MIN_ROWS)
     [after] = emit(account, 1)
     assert after.pk > max(event.pk for event in many)
+
+
+def test_a_few_events_emitted_together_are_written_like_a_single_event():
+    account = AccountFactory()
+    WebhookEndpointFactory(account=account)
+    [single] = emit(account, 1)
+    few = emit(account, 3)
+    assert [event.pk for event in few] == sorted(event.pk for event in few) and few[0].pk > single.pk
+    for event in few:
+        stored = Event.objects.get(pk=event.pk)
+        assert (stored.body, stored.post_id, stored.created_at) == (event.body, event.post_id, event.created_at)
+        [delivery] = Delivery.objects.filter(event=event)
+        like = Delivery.objects.get(event=single)
+        assert [getattr(delivery, f) for f in FIELDS] == [getattr(like, f) for f in FIELDS]
+    assert json.loads(Event.objects.get(pk=few[2].pk).body)["data"]["post"]["title"] == "Grüße \u2028"
