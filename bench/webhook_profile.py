@@ -3,7 +3,7 @@
 of WEBHOOK_BATCH_SIZE by sending.deliveries_attempt on this process's thread, as a worker's
 sender thread does, without Celery.
 
-    .venv/bin/python -m bench.webhook_profile [DELIVERIES] [--profile]
+    .venv/bin/python -m bench.webhook_profile [DELIVERIES] [--profile [--tottime]]
 
 Prints, per delivery: this process's CPU (claim, attempts, record), its PostgreSQL backend's
 CPU (from /proc), the statements, and with --profile the functions that took the most.
@@ -85,7 +85,8 @@ def main() -> None:
     for sql in statements[: len(statements) // len(batches)]:
         print("   ", sql[:160])
     if profiler:
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(70)
+        order = "tottime" if "--tottime" in sys.argv else "cumulative"
+        pstats.Stats(profiler).sort_stats(order).print_stats(70)
 
 
 if __name__ == "__main__":

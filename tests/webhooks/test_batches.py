@@ -7,7 +7,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.webhooks import services, tasks, transport
+from apps.webhooks import outbox, services, tasks, transport
 from apps.webhooks.models import Attempt, Delivery, DeliveryStatus
 from apps.webhooks.services import deliveries_attempt, event_emit
 
@@ -50,15 +50,20 @@ def test_manual_retries_are_handed_over_one_by_one(emit_many, handed_over):
     assert [name for name, _ in handed_over] == ["one", "one"]
 
 
-def test_a_batch_is_claimed_read_and_recorded_in_a_fixed_number_of_queries(emit_many, receiver):
-    few, many = emit_many(2), emit_many(20)
+# The attempts of COPY_MIN_ROWS deliveries and more are written with COPY, after a statement that
+# takes their ids: a fixed number of statements below that size, and another from it on.
+@pytest.mark.parametrize(
+    "sizes", [(2, outbox.COPY_MIN_ROWS - 1), (outbox.COPY_MIN_ROWS, 2 * outbox.COPY_MIN_ROWS)], ids=["values", "copy"]
+)
+def test_a_batch_is_claimed_read_and_recorded_in_a_fixed_number_of_queries(emit_many, receiver, sizes):
+    few, many = emit_many(sizes[0]), emit_many(sizes[1])
     with CaptureQueriesContext(connection) as small:
         deliveries_attempt(delivery_ids=few)
     with CaptureQueriesContext(connection) as large:
-        assert len(deliveries_attempt(delivery_ids=many)) == 20
+        assert len(deliveries_attempt(delivery_ids=many)) == sizes[1]
     assert len(large) == len(small)
-    assert len(receiver.wait_for(22)) == 22
-    assert Delivery.objects.filter(status=DeliveryStatus.SUCCEEDED).count() == 22
+    assert len(receiver.wait_for(sum(sizes))) == sum(sizes)
+    assert Delivery.objects.filter(status=DeliveryStatus.SUCCEEDED).count() == sum(sizes)
 
 
 def test_a_batch_records_each_outcome(emit_many, receiver, settings):
@@ -135,10 +140,11 @@ def test_oversized_response_bodies_are_cut_and_the_connection_is_not_reused(endp
     assert second.response_status == 200  # a fresh connection, not the rest of the first body
 
 
-def test_a_batchs_attempts_are_stored_as_made_with_their_headers_as_json(emit_many, receiver):
-    ids = emit_many(3)
+@pytest.mark.parametrize("size", [3, outbox.COPY_MIN_ROWS], ids=["few", "copied"])
+def test_a_batchs_attempts_are_stored_as_made_with_their_headers_as_json(emit_many, receiver, size):
+    ids = emit_many(size)
     attempts = deliveries_attempt(delivery_ids=ids)
-    assert len({a.pk for a in attempts}) == 3 and all(a.pk for a in attempts)
+    assert len({a.pk for a in attempts}) == size and all(a.pk for a in attempts)
     for made in attempts:
         stored = Attempt.objects.get(pk=made.pk)
         assert str(stored.delivery_id) == str(made.delivery_id)
