@@ -84,8 +84,8 @@ def deliveries_attempt(
 def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Delivery]:
     """Take the deliveries for one attempt each; those not due, or held by another worker, are
     left out, and so are those their endpoint may not be sent now (see `_within_limits`). They come
-    back in the order given, with their event (body, account), endpoint and number of attempts
-    logged, and `locked_until` set to the lease now held on them."""
+    back in the order given, with their event, endpoint and number of attempts logged, and
+    `locked_until` set to the lease now held on them."""
     # Long enough for the slowest attempt (connect timeout plus read timeout), with a margin; a
     # batch starts no attempt after WEBHOOK_TIMEOUT, so its last one ends within the lease too.
     lease = lease_end(now, timeout=settings.WEBHOOK_TIMEOUT, margin=5)
@@ -93,7 +93,10 @@ def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Deli
     with transaction.atomic():
         # A conditional UPDATE is atomic, so of two workers with the same message only one wins.
         # A manual retry is an operator's request: it goes out whatever the endpoint's state.
-        taken = claimable.update(locked_until=lease) if manual else _within_limits(claimable, delivery_ids, lease, now)
+        if manual:
+            taken, endpoints = claimable.update(locked_until=lease), None
+        else:
+            taken, endpoints = _within_limits(claimable, delivery_ids, lease, now)
     if not taken:
         return []
     attempts_logged = (
@@ -105,15 +108,27 @@ def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Deli
     )
     claimed = {
         str(delivery.pk): delivery
-        for delivery in Delivery.objects.select_related("event__account", "endpoint")
+        for delivery in Delivery.objects.select_related("event")
         .annotate(attempts_logged=Coalesce(Subquery(attempts_logged), 0))
         .filter(pk__in=delivery_ids, locked_until=lease)
     }
-    return [claimed[str(pk)] for pk in delivery_ids if str(pk) in claimed]
+    # Their endpoints as the claim read them (one instance per endpoint, not one per delivery).
+    if endpoints is None:
+        endpoints = WebhookEndpoint.objects.in_bulk({delivery.endpoint_id for delivery in claimed.values()})
+    ready = []
+    for pk in delivery_ids:
+        delivery = claimed.get(str(pk))
+        if delivery is not None and delivery.endpoint_id in endpoints:  # not deleted meanwhile
+            delivery.endpoint = endpoints[delivery.endpoint_id]
+            ready.append(delivery)
+    return ready
 
 
-def _within_limits(claimable, delivery_ids: list[str], lease: datetime, now: datetime) -> int:
-    """Lease the due deliveries whose endpoint may be sent to now; return how many were leased.
+def _within_limits(
+    claimable, delivery_ids: list[str], lease: datetime, now: datetime
+) -> tuple[int, dict[int, WebhookEndpoint]]:
+    """Lease the due deliveries whose endpoint may be sent to now; return how many were leased,
+    and their endpoints by id.
 
     An endpoint has at most WEBHOOK_ENDPOINT_CONCURRENCY batches in flight; one held back by its
     breaker gets a single probe once its back-off has passed; a disabled one gets nothing. What is
@@ -125,7 +140,7 @@ def _within_limits(claimable, delivery_ids: list[str], lease: datetime, now: dat
     for pk, endpoint_id in sorted(claimable.values_list("pk", "endpoint_id"), key=lambda row: position[str(row[0])]):
         by_endpoint.setdefault(endpoint_id, []).append(pk)
     if not by_endpoint:
-        return 0
+        return 0, {}
     # One claim at a time per endpoint, so its count of batches in flight is exact; locked in one
     # order, so claims over several endpoints never deadlock.
     endpoints = list(WebhookEndpoint.objects.select_for_update().filter(pk__in=by_endpoint).order_by("pk"))
@@ -149,7 +164,8 @@ def _within_limits(claimable, delivery_ids: list[str], lease: datetime, now: dat
             take.extend(pks)
     if waiting:
         claimable.filter(pk__in=waiting).update(enqueued_at=None)
-    return claimable.filter(pk__in=take).update(locked_until=lease) if take else 0
+    taken = claimable.filter(pk__in=take).update(locked_until=lease) if take else 0
+    return taken, {endpoint.pk: endpoint for endpoint in endpoints}
 
 
 # --- attempting ------------------------------------------------------------------------------------
