@@ -47,9 +47,11 @@ def bench_webhooks(events: int = WEBHOOK_EVENTS) -> dict:
     try:
         delivering.wait_for_log(" ready.")
         worker_cpu, receiver_cpu = group_cpu(delivering.popen.pid), group_cpu(listener.popen.pid)
+        postgres_cpu, redis_cpu = backends_cpu(), broker_cpu()
         first_commit = _emit_all(account, data, post_id, events)
         last = _wait_delivered(endpoint, events, delivering.log_path)
         worker_cpu = group_cpu(delivering.popen.pid) - worker_cpu
+        postgres_cpu, redis_cpu = _spent(postgres_cpu, backends_cpu()), broker_cpu() - redis_cpu
         receiver_cpu, floor_receiver_cpu = group_cpu(listener.popen.pid) - receiver_cpu, group_cpu(listener.popen.pid)
         worker_stats = http_json(stats_url)
         attempts = sum(Delivery.objects.filter(endpoint=endpoint).values_list("attempts", flat=True))
@@ -78,6 +80,10 @@ def bench_webhooks(events: int = WEBHOOK_EVENTS) -> dict:
         "body_bytes": len(json.dumps(data)),
         # CPU milliseconds per delivery: far less sensitive to the machine's other load than the rates.
         "worker_cpu_ms": worker_cpu * 1000 / events,
+        # The worker's PostgreSQL backends (not the benchmark's own, which writes the events) and
+        # the broker's Redis server, which the benchmark's hand-over to the broker uses too.
+        "postgres_cpu_ms": postgres_cpu * 1000 / events,
+        "redis_cpu_ms": redis_cpu * 1000 / events,
         "receiver_cpu_ms": receiver_cpu * 1000 / events,
         "floor_cpu_ms": floor_client_cpu * 1000 / max(floor["ok"], 1),
         "floor_receiver_cpu_ms": floor_receiver_cpu * 1000 / max(floor["ok"], 1),
@@ -96,6 +102,42 @@ def group_cpu(pgid: int) -> float:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
     return total / tick
+
+
+def _process_cpu(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def backends_cpu() -> dict[int, float]:
+    """CPU seconds used so far by each PostgreSQL backend of the benchmark's database but this
+    process's own (readable from /proc when PostgreSQL runs on this machine)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        pids = [pid for (pid,) in cursor.fetchall()]
+    return {pid: cpu for pid in pids if (cpu := _process_cpu(pid)) is not None}
+
+
+def _spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds the backends used in between (one that ended meanwhile is not counted)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+
+
+def broker_cpu() -> float:
+    """CPU seconds the broker's Redis server has used so far (its INFO)."""
+    import redis
+
+    from bench.common import REDIS_URL
+
+    info = redis.Redis.from_url(REDIS_URL).info("cpu")
+    return info["used_cpu_sys"] + info["used_cpu_user"]
 
 
 def _children_cpu() -> float:
@@ -180,6 +222,7 @@ def webhooks_section(hooks: dict) -> list[str]:
         "",
         f"CPU per delivery: the worker (all its processes) {hooks['worker_cpu_ms']:.2f} ms, the floor's process "
         f"{hooks['floor_cpu_ms']:.2f} ms; the receiver {hooks['receiver_cpu_ms']:.2f} ms for the worker's requests, "
-        f"{hooks['floor_receiver_cpu_ms']:.2f} ms for the floor's (PostgreSQL and Redis not counted).",
+        f"{hooks['floor_receiver_cpu_ms']:.2f} ms for the floor's; the worker's PostgreSQL backends "
+        f"{hooks['postgres_cpu_ms']:.2f} ms, Redis {hooks['redis_cpu_ms']:.2f} ms (the hand-over to the broker too).",
         "",
     ]
