@@ -31,6 +31,7 @@ from django.conf import settings
 from django.core import mail
 from django.core.mail.backends.smtp import EmailBackend as SmtpBackend
 from django.db import IntegrityError, transaction
+from django.db import connection as db
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -125,34 +126,45 @@ class Sender:
 
     def run(self) -> None:
         while time.monotonic() < self.deadline:
-            batch = self._claim()
-            if batch is None:
+            claimed = self._claim()
+            if claimed is None:
                 return
-            self._send_batch(batch)
+            self._send_batch(*claimed)
 
-    def _claim(self) -> str | None:
+    def _claim(self) -> tuple[str, list] | None:
+        """A new batch of due records, claimed and committed, with their subscribers: (tag, records
+        in id order as (id, attempts, email, name, token, status)); None when none is due."""
         now = timezone.now()
         batch = batch_tag()
+        size = settings.NEWSLETTER_BATCH_SIZE
+        if db.vendor == "postgresql":
+            # One statement, committed on its own: one round trip where the ORM's took five (BEGIN,
+            # the locking SELECT, the UPDATE, COMMIT, then the read of the subscribers).
+            deliveries, subscribers = Delivery._meta.db_table, Subscriber._meta.db_table
+            with db.cursor() as cursor:
+                cursor.execute(
+                    # The models' own tables; every value is a parameter.
+                    f"WITH c AS (UPDATE {deliveries} SET state = %s, batch = %s WHERE id IN ("  # noqa: S608
+                    f"SELECT id FROM {deliveries} WHERE edition_id = %s AND state = %s "
+                    "AND (next_attempt_at IS NULL OR next_attempt_at <= %s) ORDER BY id LIMIT %s "
+                    "FOR UPDATE SKIP LOCKED) RETURNING id, attempts, subscriber_id) "
+                    f"SELECT c.id, c.attempts, s.email, s.name, s.token, s.status FROM c "
+                    f"LEFT JOIN {subscribers} AS s ON s.id = c.subscriber_id ORDER BY c.id",
+                    [DeliveryState.CLAIMED, batch, self.edition.pk, DeliveryState.PENDING, now, size],
+                )
+                records = cursor.fetchall()
+            return (batch, records) if records else None
         with transaction.atomic():
             ids = list(
                 Delivery.objects.select_for_update(skip_locked=True)
                 .filter(edition_id=self.edition.pk, state=DeliveryState.PENDING)
                 .filter(Q(next_attempt_at=None) | Q(next_attempt_at__lte=now))
                 .order_by("id")
-                .values_list("id", flat=True)[: settings.NEWSLETTER_BATCH_SIZE]
+                .values_list("id", flat=True)[:size]
             )
             if not ids:
                 return None
             Delivery.objects.filter(pk__in=ids).update(state=DeliveryState.CLAIMED, batch=batch)
-        return batch
-
-    def _release(self, batch: str) -> None:
-        """The batch's records not sent yet go back to `pending`, due at once."""
-        Delivery.objects.filter(edition_id=self.edition.pk, batch=batch, state=DeliveryState.CLAIMED).update(
-            state=DeliveryState.PENDING, batch="", next_attempt_at=None
-        )
-
-    def _send_batch(self, batch: str) -> None:
         records = list(
             Delivery.objects.filter(batch=batch, state=DeliveryState.CLAIMED)
             .order_by("id")
@@ -160,6 +172,15 @@ class Sender:
                 "id", "attempts", "subscriber__email", "subscriber__name", "subscriber__token", "subscriber__status"
             )
         )
+        return batch, records
+
+    def _release(self, batch: str) -> None:
+        """The batch's records not sent yet go back to `pending`, due at once."""
+        Delivery.objects.filter(edition_id=self.edition.pk, batch=batch, state=DeliveryState.CLAIMED).update(
+            state=DeliveryState.PENDING, batch="", next_attempt_at=None
+        )
+
+    def _send_batch(self, batch: str, records: list) -> None:
         blocked = suppressions_of(self.channel, {email_hash(email) for _, _, email, *_ in records if email})
         # Gone since the audience was frozen: erased, unsubscribed or unconfirmed, or suppressed.
         gone = [

@@ -3,10 +3,15 @@ window of messages out unmarked; after a crash, recovery makes the lowest record
 `claimed`, as many as the window written in its tag, `uncertain`, and puts the rest back. (The same
 bound under a real SIGKILL is test_workers.py's.)"""
 
+import time
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.publishing.newsletter import marks
 from apps.publishing.newsletter.editions import recover
+from apps.publishing.newsletter.message import UNSUBSCRIBE_MARK
 from apps.publishing.newsletter.models import Delivery, DeliveryState, Edition
 from apps.publishing.newsletter.sending import Sender
 from tests.factories import NewsletterChannelFactory
@@ -98,3 +103,28 @@ def test_a_lost_batch_commits_what_it_still_holds_and_says_so(smtp_server):
     assert Delivery.objects.get(pk=ids[tag][2]).state == DeliveryState.SENT
     edition.refresh_from_db()
     assert edition.sent == 1
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement claim and marks are PostgreSQL's")
+def test_on_postgresql_a_batch_takes_one_statement_to_claim_one_a_window_to_mark_and_one_to_release(
+    smtp_server, settings
+):
+    settings.NEWSLETTER_BATCH_SIZE = 100
+    channel = NewsletterChannelFactory()
+    edition = Edition.objects.create(
+        post_id=1, channel=channel, job_id=1, subject="S", html=f"<p>{UNSUBSCRIBE_MARK}</p>", text=UNSUBSCRIBE_MARK
+    )
+    Delivery.objects.bulk_create(Delivery(edition=edition, subscriber=person) for person in subscribe(channel, 200))
+
+    sender = Sender(edition, deadline=time.monotonic() + 60)
+    with CaptureQueriesContext(connection) as statements:
+        sender.run()
+
+    # Each batch: its claim (which reads its recipients too), their suppressions, one statement per
+    # window (records and counters), its release; then the claim that finds nothing left.
+    per_batch = 1 + 1 + 100 // marks.WINDOW + 1
+    assert len(statements) == 2 * per_batch + 1
+    assert not [sql for sql in (query["sql"] for query in statements) if sql.split()[0] in {"BEGIN", "SAVEPOINT"}]
+    edition.refresh_from_db()
+    assert (edition.sent, Delivery.objects.filter(edition=edition, state=DeliveryState.SENT).count()) == (200, 200)
+    assert smtp_server.count_by_address() == {f"reader{n}@example.com": 1 for n in range(200)}
