@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--subscribers", type=int, default=5000)
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions (CPU time)")
     parser.add_argument("--floor", action="store_true", help="then time bench/newsletter.py's floor")
+    parser.add_argument("--profile-freeze", action="store_true", help="print cProfile's top functions of the freeze")
     parser.add_argument("--wall", action="store_true", help="profile wall-clock time instead of CPU time")
     parser.add_argument("--batch-size", type=int, default=None, help="NEWSLETTER_BATCH_SIZE for this run")
     args = parser.parse_args()
@@ -64,7 +65,15 @@ def main() -> None:
         body="## This week\n\n" + "A paragraph of the edition, with a [link](https://example.com/).\n\n" * 12,
         published_at=datetime.now(UTC),
     )
+    freezing = cProfile.Profile(time.process_time) if args.profile_freeze else None
+    cpu, wall = time.process_time(), time.monotonic()
+    if freezing:
+        freezing.enable()
     edition = edition_freeze(channel=channel, job_id=0, document=document)
+    if freezing:
+        freezing.disable()
+        pstats.Stats(freezing).sort_stats("cumulative").print_stats(25)
+    print(f"frozen in {time.monotonic() - wall:.2f} s, CPU {time.process_time() - cpu:.2f} s")
     sink, sink_work = start_sink("profile")
     statements = 0
     with connection.cursor() as cursor:

@@ -5,7 +5,7 @@ sending.py's."""
 import logging
 from itertools import islice
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, Min
 from django.utils import timezone
 
@@ -63,17 +63,29 @@ def edition_freeze(*, channel: Channel, job_id: int, document: Document) -> Edit
         for chunk in _chunks(audience.iterator(chunk_size=FREEZE_CHUNK), FREEZE_CHUNK):
             hashed = [(subscriber_id, email_hash(email)) for subscriber_id, email in chunk]
             blocked = suppressions_of(channel, [digest for _, digest in hashed])
-            records = [
-                Delivery(edition=edition, subscriber_id=subscriber_id)
-                for subscriber_id, digest in hashed
-                if digest not in blocked
-            ]
-            Delivery.objects.bulk_create(records)
-            total += len(records)
+            kept = [subscriber_id for subscriber_id, digest in hashed if digest not in blocked]
+            _insert_records(edition, kept)
+            total += len(kept)
         Edition.objects.filter(pk=edition.pk).update(total=total)
         edition.total = total
     logger.info("newsletter edition=%s post=%s frozen recipients=%d", edition.pk, edition.post_id, total)
     return edition
+
+
+def _insert_records(edition: Edition, subscriber_ids: list[int]) -> None:
+    """A pending record per subscriber. On PostgreSQL one INSERT of the ids as an array: the ORM's
+    bulk_create builds and adapts a model instance per record, most of a 100,000-record freeze's time."""
+    if connection.vendor != "postgresql":
+        Delivery.objects.bulk_create(Delivery(edition=edition, subscriber_id=pk) for pk in subscriber_ids)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # The model's own table; every value is a parameter.
+            f"INSERT INTO {Delivery._meta.db_table} "  # noqa: S608
+            "(edition_id, subscriber_id, state, batch, attempts, message_id, error) "
+            "SELECT %s, id, %s, '', 0, '', '' FROM unnest(%s::bigint[]) AS id",
+            [edition.pk, DeliveryState.PENDING, subscriber_ids],
+        )
 
 
 def edition_recount(*, edition_id: int) -> None:
