@@ -26,8 +26,25 @@ WINDOW = 20
 # Tags of batches claimed before the window was written in them: each of their messages was marked
 # before the next was handed over.
 LEGACY_WINDOW = 1
-# The edition's counters of settled records, by state (a record put back to `pending` counts in none).
-_COUNTED = (str(DeliveryState.SENT), str(DeliveryState.FAILED), str(DeliveryState.UNCERTAIN))
+# Marks._write_all's statement: the outcomes as one array a column, the edition's counters of
+# settled records (`pending` counts in none) from the records written. The models' own tables and
+# columns; every value is a parameter.
+_WRITE_ALL = (
+    "WITH v AS (SELECT * FROM unnest(%(ids)s::bigint[], %(states)s::text[], %(message_ids)s::text[], "  # noqa: S608
+    "%(attempts)s::smallint[], %(errors)s::text[], %(next_attempts)s::timestamptz[], %(settled)s::timestamptz[]) "
+    "AS v (id, state, message_id, attempts, error, next_attempt_at, settled_at)), "
+    f"d AS (UPDATE {Delivery._meta.db_table} AS r SET state = v.state, batch = '', attempts = v.attempts, "
+    "message_id = COALESCE(v.message_id, r.message_id), error = COALESCE(v.error, r.error), "
+    "next_attempt_at = COALESCE(v.next_attempt_at, r.next_attempt_at), "
+    "settled_at = COALESCE(v.settled_at, r.settled_at) "
+    "FROM v WHERE r.id = v.id AND r.batch = %(batch)s AND r.state = %(claimed)s RETURNING r.state), "
+    f"e AS (UPDATE {Edition._meta.db_table} SET "
+    "sent = sent + (SELECT count(*) FROM d WHERE d.state = %(sent)s), "
+    "failed = failed + (SELECT count(*) FROM d WHERE d.state = %(failed)s), "
+    "uncertain = uncertain + (SELECT count(*) FROM d WHERE d.state = %(uncertain)s) "
+    "WHERE id = %(edition)s) "
+    "SELECT count(*) FROM d"
+)
 
 
 def batch_tag(window: int = WINDOW) -> str:
@@ -77,35 +94,42 @@ class Marks:
     def _write_all(self, waiting: list[tuple[int, str, dict]], now) -> int:
         """PostgreSQL: the records and the edition's counters in one statement, committed on its own
         (one round trip and one WAL flush a window; a transaction around two statements took four
-        round trips: BEGIN, the two, COMMIT). A column a state does not set is NULL in the list and
-        keeps its value."""
-        rows = ", ".join(["(%s::bigint, %s, %s, %s::smallint, %s, %s::timestamptz, %s::timestamptz)"] * len(waiting))
-        values = []
-        for record_id, state, columns in waiting:
-            settled = None if state == DeliveryState.PENDING else now
-            values += [
-                record_id,
-                state,
-                columns.get("message_id"),
-                columns["attempts"],
-                columns.get("error"),
-                columns.get("next_attempt_at"),
-                settled,
-            ]
-        table, editions = Delivery._meta.db_table, Edition._meta.db_table
-        counters = ", ".join(f"{name} = {name} + (SELECT count(*) FROM d WHERE d.state = %s)" for name in _COUNTED)  # noqa: S608 (the edition's counters)
+        round trips: BEGIN, the two, COMMIT). The outcomes go as one array a column (a short query
+        text, which psycopg parses once, where a VALUES list of a window's rows is parsed every
+        time); a column a state does not set is NULL there and keeps its value."""
+        ids, states, message_ids, attempts, errors, next_attempts, settled = zip(
+            *(
+                (
+                    record_id,
+                    state,
+                    columns.get("message_id"),
+                    columns["attempts"],
+                    columns.get("error"),
+                    columns.get("next_attempt_at"),
+                    None if state == DeliveryState.PENDING else now,
+                )
+                for record_id, state, columns in waiting
+            ),
+            strict=True,
+        )
         with connection.cursor() as cursor:
             cursor.execute(
-                # The model's own tables and columns; every value is a parameter.
-                f"WITH v (id, state, message_id, attempts, error, next_attempt_at, settled_at) AS (VALUES {rows}), "  # noqa: S608
-                f"d AS (UPDATE {table} AS r SET state = v.state, batch = '', attempts = v.attempts, "
-                "message_id = COALESCE(v.message_id, r.message_id), error = COALESCE(v.error, r.error), "
-                "next_attempt_at = COALESCE(v.next_attempt_at, r.next_attempt_at), "
-                "settled_at = COALESCE(v.settled_at, r.settled_at) "
-                "FROM v WHERE r.id = v.id AND r.batch = %s AND r.state = %s RETURNING r.state), "
-                f"e AS (UPDATE {editions} SET {counters} WHERE id = %s) "
-                "SELECT count(*) FROM d",
-                [*values, self.batch, DeliveryState.CLAIMED, *_COUNTED, self.edition_id],
+                _WRITE_ALL,
+                {
+                    "ids": list(ids),
+                    "states": list(states),
+                    "message_ids": list(message_ids),
+                    "attempts": list(attempts),
+                    "errors": list(errors),
+                    "next_attempts": list(next_attempts),
+                    "settled": list(settled),
+                    "batch": self.batch,
+                    "claimed": DeliveryState.CLAIMED,
+                    "sent": DeliveryState.SENT,
+                    "failed": DeliveryState.FAILED,
+                    "uncertain": DeliveryState.UNCERTAIN,
+                    "edition": self.edition_id,
+                },
             )
             return cursor.fetchone()[0]
 
