@@ -35,6 +35,7 @@ COLOR = re.compile(r"#[0-9a-fA-F]{6}")
 # mail API, once per message, which costs more than all the rest of composing one.
 LINE_LIMIT = 990
 _TAG_START = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*) ")
+_DOT_LINE = re.compile(rb"(?m)^\.")
 # The widest an uploaded image shows, in pixels: newsletter/email.html's column (600) less the
 # content's padding (32 each side). Outlook sizes an image by its width attribute alone.
 IMAGE_WIDTH = 600 - 2 * 32
@@ -252,12 +253,21 @@ class Prepared:
             template.count(mark.encode()) == 1 for mark in (_ID_MARK, _DATE_MARK)
         )
         self.template = template if usable and template.count(_TOKEN_MARK.encode()) >= 3 else None
+        # The same bytes with SMTP's dot-stuffing done (RFC 5321 4.5.2: a line that begins with a
+        # period gets another), which smtplib would otherwise do to every message. Of the values
+        # put in, only a token might begin a line (where an encoding wrapped one): one beginning
+        # with a period is never put in them (serialize()).
+        self.stuffed = None if self.template is None else _DOT_LINE.sub(b"..", self.template)
 
     def compose(self, recipient: Recipient) -> EmailMultiAlternatives:
         return compose(edition=self.edition, newsletter=self.newsletter, recipient=recipient)
 
-    def serialize(self, recipient: Recipient) -> Serialized | None:
+    def serialize(self, recipient: Recipient, *, stuffed: bool = False) -> Serialized | None:
+        """The recipient's bytes (None: compose() the message instead); `stuffed`: dot-stuffed as
+        they go after SMTP's DATA (None where that cannot be done once for all)."""
         if self.template is None or not recipient.token.isascii():
+            return None
+        if stuffed and recipient.token.startswith("."):
             return None
         name = one_line(recipient.name)
         simple = recipient.email.isascii() and name.isascii()
@@ -269,7 +279,8 @@ class Prepared:
         to_address = recipient.email if simple else sanitize_address(recipient.email, self.encoding)
         message_id = make_msgid(domain=_envelope(self.newsletter).domain)
         data = (
-            self.template.replace(f"To: {_ADDRESS_MARK}".encode(), f"To: {to}".encode())
+            (self.stuffed if stuffed else self.template)
+            .replace(f"To: {_ADDRESS_MARK}".encode(), f"To: {to}".encode())
             .replace(_ID_MARK.encode(), message_id.encode())
             .replace(_DATE_MARK.encode(), formatdate(localtime=settings.EMAIL_USE_LOCALTIME).encode())
             .replace(_TOKEN_MARK.encode(), recipient.token.encode())
