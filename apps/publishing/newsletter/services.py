@@ -21,7 +21,9 @@ from django.core import mail
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
+from django.db import connection as db
 from django.db.models import F, Q
+from django.db.models.expressions import RawSQL
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -85,8 +87,16 @@ def clean_email(email: str) -> str:
 
 def suppressions_of(channel: Channel, hashes: Iterable[str]) -> dict[str, str]:
     """The reason each of these address hashes is suppressed for the channel, by hash (account-wide first)."""
+    hashes = list(hashes)
+    if db.vendor == "postgresql":
+        # One array parameter: a query text that stays the same whatever the number of hashes, which
+        # psycopg parses once, where an IN list of a batch's 100 (or a freeze chunk's 2,000) is parsed
+        # every time (about a tenth of the sender's CPU).
+        matching = Q(email_hash__in=RawSQL("SELECT unnest(%s::text[])", [hashes]))
+    else:
+        matching = Q(email_hash__in=hashes)
     rows = (
-        Suppression.objects.filter(account_id=channel.account_id, email_hash__in=list(hashes))
+        Suppression.objects.filter(matching, account_id=channel.account_id)
         .filter(Q(channel=None) | Q(channel=channel))
         # Account-wide (null) first, on every database: a complaint outweighs an unsubscribe.
         .order_by(F("channel_id").asc(nulls_first=True))
