@@ -25,12 +25,27 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _watch_memory(sender) -> None:
+    """Print the process's resident memory every 50 batches (it must stay flat)."""
+    send_batch, batches = sender._send_batch, [0]
+
+    def watched(*args):
+        send_batch(*args)
+        batches[0] += 1
+        if batches[0] % 50 == 0:
+            pages = int(Path("/proc/self/statm").read_text().split()[1])
+            print(f"  after {batches[0]} batches: {pages * os.sysconf('SC_PAGE_SIZE') / 2**20:.1f} MB resident")
+
+    sender._send_batch = watched
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--subscribers", type=int, default=5000)
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions (CPU time)")
     parser.add_argument("--floor", action="store_true", help="then time bench/newsletter.py's floor")
     parser.add_argument("--profile-freeze", action="store_true", help="print cProfile's top functions of the freeze")
+    parser.add_argument("--memory", action="store_true", help="print the resident memory every 50 batches")
     parser.add_argument("--wall", action="store_true", help="profile wall-clock time instead of CPU time")
     parser.add_argument("--batch-size", type=int, default=None, help="NEWSLETTER_BATCH_SIZE for this run")
     args = parser.parse_args()
@@ -93,7 +108,10 @@ def main() -> None:
             cpu, wall = time.process_time(), time.monotonic()
             if profiler:
                 profiler.enable()
-            Sender(edition, deadline=time.monotonic() + 3600).run()
+            sender = Sender(edition, deadline=time.monotonic() + 3600)
+            if args.memory:
+                _watch_memory(sender)
+            sender.run()
             if profiler:
                 profiler.disable()
             cpu, wall = time.process_time() - cpu, time.monotonic() - wall
