@@ -12,12 +12,17 @@ Each entry keeps the headers its page needs (ETag, Last-Modified: when it was re
 Content-Security-Policy, which names the hash of the page's one inline style, and the page's own
 Referrer-Policy, which SecurityMiddleware would otherwise replace with its default). The key holds a
 digest of the code, templates and settings that shape the bytes, so a deploy never serves old ones.
+
+A page answered from the cache is noted on the request (`Served`): the web process records the
+answer and gives it again before Django while the channel's entry and the stored page stand
+(config/server/recording.py, fast_reads.py).
 """
 
 import hashlib
 import time
 from collections.abc import Callable
-from functools import cache
+from dataclasses import dataclass
+from functools import cache, partial
 from pathlib import Path
 
 import orjson
@@ -30,6 +35,8 @@ from django.utils.cache import get_conditional_response, patch_cache_control, se
 from django.utils.http import http_date, parse_http_date_safe
 
 from apps.api.representations import RepresentationStore
+from apps.blog.site import channel_entry, found_by_domain
+from apps.core.coherence import Stored
 from apps.core.source import source_digest
 
 STATIC = ("blog/theme.css", "blog/icon.svg")
@@ -70,11 +77,16 @@ class PageStore(RepresentationStore):
         return f"{self.namespace}:{code_digest()}:{channel.pk}:{channel.version}:{resource_digest}"
 
     def get(self, key: str) -> HttpResponse | None:
+        found = self.read(key)
+        return None if found is None else HttpResponse(found[1], headers=orjson.loads(found[0]))
+
+    def read(self, key: str) -> tuple[bytes, bytes] | None:
+        """The stored page's headers line and body."""
         value = self._call(self._read, key, now=time.monotonic())
         if not value:
             return None
-        headers, body = value.split(b"\n", 1)
-        return HttpResponse(body, headers=orjson.loads(headers))
+        head, body = value.split(b"\n", 1)
+        return head, body
 
     def put(self, key: str, response) -> None:
         headers = {name: response[name] for name in STORED_HEADERS if name in response}
@@ -93,15 +105,36 @@ def public_cache_control(response) -> HttpResponse:
     return response
 
 
+# The request's note of the stored page it was answered with (in its WSGI environ, which the web
+# process reads once Django answered: config/server/recording.py records what its fast path may answer).
+ANSWERED_FROM = "cps.page"
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a page answered from the cache was made of: the stored page (its key and its headers
+    line) and the shared cache's entry of its channel, as `channel_entry()` finds it now (None when
+    it no longer holds the channel the page was read under)."""
+
+    key: str
+    head: bytes
+    channel_entry: Callable[[], Stored | None]
+
+
 def serve(request, channel, resource: str, render: Callable[[], HttpResponse]) -> HttpResponse:
     """The page named `resource` (its path and the parameters it reads) of `channel`, read with
     its version: from the cache, or rendered by `render()` and stored when it is a 200; a 304 when
-    the request's validators match it."""
+    the request's validators match it. A page read from the cache is noted on the request."""
     if not settings.API_CACHE_SECONDS:
         return _conditional(request, public_cache_control(_validated(render())))
     key = store.page_key(channel, resource)
-    response = store.get(key)
-    if response is None:
+    found = store.read(key)
+    if found is not None:
+        head, body = found
+        response = HttpResponse(body, headers=orjson.loads(head))
+        entry = partial(channel_entry, channel, domain=found_by_domain(request))
+        request.META[ANSWERED_FROM] = Served(key, head, entry)
+    else:
         response = _validated(render())
         if response.status_code == 200:
             store.put(key, response)

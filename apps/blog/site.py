@@ -30,7 +30,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from apps.channels.models import Channel, site_platforms
-from apps.core.coherence import Columns, Entries
+from apps.core.coherence import Columns, Entries, Stored
 from apps.core.destinations import IndexPart, kind_for
 from apps.core.prepared import PreparedLookup
 from apps.posts import selectors
@@ -95,6 +95,19 @@ def channel_of(request, handle: str | None) -> Channel:
     if channel is None:
         raise Http404("No such blog.")
     return channel
+
+
+def found_by_domain(request) -> str | None:
+    """The domain the request's blog was found by (its own domain's), or None (by its handle)."""
+    channel = getattr(request, "blog_channel", None)
+    return None if channel is None else channel.domain
+
+
+def channel_entry(channel: Channel, *, domain: str | None) -> Stored | None:
+    """The shared cache's entry the channel was found by (its domain's, else its handle's) when it
+    holds that very channel (the same columns, so the same version); None otherwise."""
+    stored = _domains.stored(domain) if domain else _handles.stored(channel.handle)
+    return stored if stored is not None and stored.value == _site_values(channel) else None
 
 
 def inline_style(channel: Channel) -> str:

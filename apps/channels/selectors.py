@@ -1,7 +1,7 @@
 """Reads of channels that more than one caller shares."""
 
 from apps.channels.models import Channel
-from apps.core.coherence import Entries
+from apps.core.coherence import Entries, Stored
 from apps.core.errors import NotFound
 from apps.core.prepared import PreparedLookup
 
@@ -31,6 +31,13 @@ _versions = Entries("c", _version_from_database)
 def channel_version(channel_id: int) -> tuple[int, int] | None:
     """The channel's (account id, version), or None when there is no such channel."""
     return _versions.get(channel_id)
+
+
+def channel_version_entry(channel_id: int, version: tuple[int, int]) -> Stored | None:
+    """The channel's version entry in the shared cache when it holds `version` (account id,
+    version); None when it is gone, being filled, or holds another."""
+    stored = _versions.stored(channel_id)
+    return stored if stored is not None and stored.value == version else None
 
 
 def channel_get(*, account_id: int, channel_id: int, listed: bool = False) -> Channel:

@@ -32,7 +32,7 @@ import pickle
 import secrets
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 from django.conf import settings
@@ -163,6 +163,14 @@ def readable(using: str = DEFAULT_DB_ALIAS) -> bool:
     return configured() and shared.available() and not connections[using].in_atomic_block
 
 
+class Stored(NamedTuple):
+    """An entry as it stands in the shared cache: its Redis key, its bytes and what they hold."""
+
+    key: str
+    raw: bytes
+    value: Any
+
+
 class Entries:
     """Entries of one kind (`kind`, the prefix of the notifications that invalidate them), keyed by
     an identifier, holding what `load(identifier)` returns (None is never stored)."""
@@ -199,6 +207,19 @@ class Entries:
         if leased and value is not None:
             shared.fill(key, lease, self.dump(value), settings.API_LOOKUP_CACHE_SECONDS)
         return value
+
+    def stored(self, identifier) -> Stored | None:
+        """The entry of `identifier` as it stands now, or None when none does (never stored, deleted,
+        being filled, or not to be trusted now: see `readable`). Neither loads nor fills: for a
+        caller that must know what a request read from the entry is still there (the web process's
+        recorded answers, config/server/recording.py)."""
+        if not readable():
+            return None
+        key = self.key(identifier)
+        ok, raw = shared.call(lambda client: client.get(key), "read")
+        if not ok or raw is None or raw.startswith(LEASE):
+            return None
+        return Stored(key, raw, self.parse(raw))
 
 
 class Columns:

@@ -4,7 +4,7 @@ within one account: another account's user is never found."""
 from django.db.models import Q, QuerySet
 
 from apps.accounts.models import Account
-from apps.core.coherence import Columns, Entries
+from apps.core.coherence import Columns, Entries, Stored
 from apps.core.prepared import PreparedLookup
 from apps.core.scoping import of_account
 from apps.users.models import ApiKey, User, parse_user_id, split_api_key
@@ -72,6 +72,13 @@ def _build(values: tuple) -> ApiKey:
 
 # Keys by prefix: invalidated by accounts 0006's triggers (`k:<prefix>`).
 _keys = Entries("k", _load)
+
+
+def api_key_entry(api_key: ApiKey) -> Stored | None:
+    """The key's entry in the shared cache when it holds exactly the values `api_key` was read with
+    (its row, its account's and its user's); None when it is gone, being filled, or holds others."""
+    stored = _keys.stored(api_key.prefix)
+    return stored if stored is not None and stored.value == api_key_entry_values(api_key) else None
 
 
 def api_key_find(raw: str) -> ApiKey | None:

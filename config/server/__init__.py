@@ -8,6 +8,8 @@ interface, and this package hands it only whole requests, on WEB_THREADS threads
   thread, a large answer sent in parts.
 - `asgi.py`: the ASGI `application` that puts them together.
 - `process.py`: granian's options and the start-up checks of the web process.
+- `fast_reads.py` (with `answers.py`, `recording.py`, `page_recording.py`): cached API reads and
+  cached blog pages answered again in the event loop, before Django, from what Django answered.
 
 Why it exists, rather than a library's: granian's WSGI interface streams a body into the
 application's thread as it arrives, so a slow body holds a thread and its database connection with

@@ -1,5 +1,5 @@
-"""Cached API reads answered in the event loop, before Django, when Redis alone makes the answer
-certain (WEB_FAST_READS, on by default).
+"""Cached API reads and cached blog pages answered in the event loop, before Django, when Redis
+alone makes the answer certain (WEB_FAST_READS, on by default).
 
 Why it exists: a cached read costs Django's whole stack and the hand-over to a thread (about a
 millisecond of CPU) to send bytes that were already in Redis. Here a request is answered from a
@@ -14,6 +14,12 @@ once Django answered it from a cached representation, with what that answer depe
 - the stored representation's ETag (the bytes sent, so also whether If-None-Match still matches);
 - the key's expiry, and when its last use is due to be written again (API_KEY_LAST_USED_RESOLUTION);
 - the account's limit and its counter.
+
+A blog page read from the page cache (apps/blog/pages.py) depends on less: the entry its blog was
+found by (`rows:h:<handle>`, or `rows:d:<domain>` on its own domain; deleted at every change of the
+channel or of what its pages show, since each gives the channel a new version) and the stored page,
+whose first line (its headers: ETag, Last-Modified, ...) must be the one Django sent. No key, no
+limit, no expiry; a request with a cookie or an Authorization header is never answered here.
 
 One Lua script (fast_reads.lua) checks all of it and counts the request in the account's window,
 atomically, in one round trip. Anything it cannot confirm (no recorded answer, an entry changed or
@@ -100,7 +106,8 @@ class FastReads:
             return None
         entry, representation, used = found
         fields, status, recorded = parse(entry)
-        body = representation.split(b"\n", 2)[2] if status == 200 else b""
+        head_lines = int(fields["head_lines"])
+        body = representation.split(b"\n", head_lines)[head_lines] if status == 200 else b""
         request_id = self.request_id_of(environ.get("HTTP_X_REQUEST_ID", ""))
         own = {REQUEST_ID: request_id.encode(), RESET: str(reset).encode()}
         if used:
@@ -112,7 +119,7 @@ class FastReads:
             environ["PATH_INFO"],
             status,
             (time.monotonic() - started) * 1000,
-            int(fields["account"]),
+            int(fields["account"]) if fields["account"] else None,
             request_id,
         )
         return [

@@ -1,29 +1,34 @@
-"""What Django answered from a cached representation, recorded for config/server/fast_reads.py to
-answer again before Django, with what the answer depended on. Why it exists: only Django knows what
-an answer was made of (the key it authenticated, the version it read, the budget it charged).
+"""What Django answered from a cached representation or a cached blog page, recorded for
+config/server/fast_reads.py to answer again before Django, with what the answer depended on.
+Why it exists: only Django knows what an answer was made of (the key it authenticated, the version
+it read, the budget it charged, the page and the channel it read).
 
-Runs on the application's thread once Django answered. Recorded only when the API key's entry holds
-the very values the request was authenticated with, and the channel's version entry the version the
-representation was stored under (a change committed meanwhile deleted one: nothing is recorded); a
-later change deletes one, and the fast path finds it gone (apps/core/coherence.py).
+Runs on the application's thread once Django answered. An API read is recorded only when the API
+key's entry holds the very values the request was authenticated with, and the channel's version
+entry the version the representation was stored under; a page only when the entry its blog was
+found by (its handle's or its domain's) holds the channel the page was read under. A change
+committed meanwhile deleted one: nothing is recorded; a later change deletes one, and the fast path
+finds it gone (apps/core/coherence.py). The entries are read by the selectors of the apps that own
+them, which say whether they still hold what the request read.
 """
 
 import hashlib
-import pickle
 import re
 
 from django.conf import settings
 
 from apps.api import observability, ratelimit, representations
 from apps.api.representations import ANSWERED_FROM, Answered
-from apps.channels.selectors import channel_version
-from apps.core.coherence import LEASE, configured, entry_key, readable, redis_location, shared
-from apps.users.selectors import api_key_entry_values
-from config.server.answers import FIELDS, REMAINING, REQUEST_ID, RESET
+from apps.blog import pages
+from apps.channels.selectors import channel_version, channel_version_entry
+from apps.core.coherence import configured, redis_location, shared
+from apps.users.selectors import api_key_entry
+from config.server.answers import entry_of, recorded_headers, sha1
 from config.server.fast_reads import FastReads
+from config.server.page_recording import recorded_page
 
 # The entry each version is read from, by the function reading it; others (a post's by its id alone) are not recorded.
-VERSION_ENTRIES = {channel_version: "c"}
+VERSION_ENTRIES = {channel_version: channel_version_entry}
 
 # Where asgi.py notes the request's key for the recorder.
 ANSWER_KEY = "cps.answer_key"
@@ -41,7 +46,7 @@ def fast_reads() -> FastReads | None:
         return reset, reset - int(now) + ratelimit.EXPIRY_GRACE
 
     return FastReads(
-        namespace=f"answers:{representations.code_digest()}:{settings_digest()}",
+        namespace=f"answers:{representations.code_digest()}:{pages.code_digest()}:{settings_digest()}",
         location=location,
         options=settings.CACHES["default"].get("OPTIONS", {}),
         clock=ratelimit.clock,
@@ -63,10 +68,16 @@ def record(environ: dict, messages: list[dict]) -> bool:
     """Record Django's answer to the request of `environ` (its ASGI messages) when it may be given
     again without Django; whether it was."""
     key = environ.get(ANSWER_KEY)
-    answered = environ.get(ANSWERED_FROM)
-    if key is None or answered is None or len(messages) != 2 or messages[0]["status"] not in (200, 304):
+    if key is None or len(messages) != 2:
         return False
-    entry = recorded(answered, messages[0]["status"], messages[0]["headers"])
+    status, headers = messages[0]["status"], messages[0]["headers"]
+    if (answered := environ.get(ANSWERED_FROM)) is not None and status in (200, 304):
+        entry = recorded(answered, status, headers)
+    elif (served := environ.get(pages.ANSWERED_FROM)) is not None and status == 200:
+        # A 304 of a page (its validators matched) is Django's to answer each time.
+        entry = recorded_page(served, headers)
+    else:
+        return False
     if entry is None:
         return False
     ok, _ = shared.call(lambda client: client.set(key, entry, ex=settings.API_CACHE_SECONDS), "record an answer")
@@ -91,29 +102,25 @@ def recorded(answered: Answered, status: int, headers: list) -> bytes | None:
         "limit": counted[1],
         "counter": counted[0],
         "representation": representation,
-        "etag": etag.decode("latin-1"),
+        "head": etag.decode("latin-1"),
         "depends_on": depends_on,
         "account": str(api_key.account_id),
+        # The stored representation: its ETag, its content type, then its body.
+        "head_lines": "2",
     }
-    lines = [fields[name].encode("latin-1") for name in FIELDS]
-    return b"\n".join([*lines, str(status).encode(), *head])
+    return entry_of(fields, status, head)
 
 
 def depends_on_as_read(answered: Answered) -> str | None:
     """The entries of the key and of the version (`name sha1` pairs), when they still hold what the
     answer was made from; None otherwise (one changed meanwhile, or is being filled)."""
-    kind = VERSION_ENTRIES.get(answered.version_of)
-    if kind is None or not readable():
+    version_entry = VERSION_ENTRIES.get(answered.version_of)
+    if version_entry is None:
         return None
-    entries = (entry_key("k", answered.api_key.prefix), entry_key(kind, answered.identifier))
-    ok, values = shared.call(lambda client: client.mget(entries), "read what an answer depends on")
-    if not ok or any(value is None or value.startswith(LEASE) for value in values):
+    entries = (api_key_entry(answered.api_key), version_entry(answered.identifier, answered.version))
+    if None in entries:
         return None
-    # The service's own entries (apps/core/coherence.py's Entries store them pickled).
-    key_values, version = (pickle.loads(value) for value in values)  # noqa: S301
-    if key_values != api_key_entry_values(answered.api_key) or version != answered.version:
-        return None
-    return " ".join(f"{entry} {sha1(value)}" for entry, value in zip(entries, values, strict=True))
+    return " ".join(f"{entry.key} {sha1(entry.raw)}" for entry in entries)
 
 
 def counter(api_key, budget) -> tuple[str, str] | None:
@@ -125,25 +132,3 @@ def counter(api_key, budget) -> tuple[str, str] | None:
     if budget.used is None or full is None or not full.endswith(str(budget.reset)):
         return None
     return full.removesuffix(str(budget.reset)), str(budget.limit)
-
-
-def sha1(value: bytes) -> str:
-    """What Redis's Lua `redis.sha1hex` gives: the fast path compares entries to this, not a secret."""
-    return hashlib.sha1(value).hexdigest()  # noqa: S324
-
-
-def recorded_headers(headers: list, budget) -> list[bytes] | None:
-    """The answer's headers, the request's own values in their places; None when one of them is not
-    what this request's budget says, or when the answer sets a cookie (a session's: not a cached read)."""
-    own = {b"x-request-id": None, b"x-ratelimit-remaining": budget.remaining, b"x-ratelimit-reset": budget.reset}
-    placeholder = {b"x-request-id": REQUEST_ID, b"x-ratelimit-remaining": REMAINING, b"x-ratelimit-reset": RESET}
-    lines = []
-    for name, value in headers:
-        if name == b"set-cookie" or b"\n" in value:
-            return None
-        if name in own:
-            if own[name] is not None and value != str(own[name]).encode():
-                return None
-            value = placeholder[name]
-        lines.append(b"%s: %s" % (name, value))
-    return lines

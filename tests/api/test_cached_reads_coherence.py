@@ -556,3 +556,24 @@ def test_a_key_revoked_while_redis_was_unreachable_stays_refused_once_it_is_back
     ApiKey.objects.filter(pk=key.pk).update(revoked_at=timezone.now())
     back()
     assert client.get("/v1/me").status_code == 401
+
+
+def test_an_entry_as_stored_is_what_a_reader_filled_and_nothing_while_leased_changed_or_in_a_transaction(world):
+    """What the web process's recorder reads (config/server/recording.py): the entry's own bytes and
+    what they hold, never filled by the look, and nothing where a reader could not trust it."""
+    channel_id = world.channel.pk
+    version = (world.key.account_id, Channel.objects.get(pk=channel_id).version)
+    assert channel_selectors.channel_version_entry(channel_id, version) is None  # never read: nothing stands
+    assert channel_selectors.channel_version(channel_id) == version
+    stored = channel_selectors.channel_version_entry(channel_id, version)
+    assert stored.key == channel_selectors._versions.key(channel_id)
+    assert stored.raw == coherence.shared.client().get(stored.key)
+    assert stored.value == version
+    assert channel_selectors.channel_version_entry(channel_id, (version[0], version[1] + 1)) is None
+    with transaction.atomic():
+        assert channel_selectors.channel_version_entry(channel_id, version) is None
+    coherence.shared.client().set(stored.key, coherence.LEASE + b"someone")
+    assert channel_selectors.channel_version_entry(channel_id, version) is None
+    coherence.shared.client().set(stored.key, stored.raw)
+    Channel.objects.filter(pk=channel_id).update(title="Changed")
+    assert channel_selectors.channel_version_entry(channel_id, version) is None
