@@ -6,6 +6,7 @@ recorded answer alike, and the fast path must not import Django to do so.
 """
 
 import hashlib
+import re
 
 # What a recorded answer's fields are, in order, each on a line; then the status and the headers.
 # `head`: the first line of the stored representation it answers with (the API's ETag, a page's
@@ -21,7 +22,9 @@ NEVER = frozenset({b"content-length", b"transfer-encoding", b"expect"})
 # have no dots either; a public page's may (feed.xml), but never a dot segment.
 PLAIN_PATH = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_-")
 PLAIN_PAGE_PATH = PLAIN_PATH | frozenset(b".")
-API = b"/v"
+# The API's paths (/v1/...); any other is a public page's (a blog on its own domain has its posts at
+# the root: /very-good-news/ is one).
+API = re.compile(rb"/v[0-9]+/")
 # A request that brings a session (a signed-in editor) or a credential is never a public page's reader.
 PERSONAL = frozenset({b"cookie", b"authorization"})
 
@@ -34,7 +37,7 @@ def answer_key(namespace: str, scope: dict, scheme: str) -> str | None:
     if scope["method"] != "GET":
         return None
     raw_path = scope.get("raw_path") or scope["path"].encode()
-    api = raw_path.startswith(API)
+    api = API.match(raw_path) is not None
     if not (PLAIN_PATH if api else PLAIN_PAGE_PATH).issuperset(raw_path) or b"/." in raw_path:
         return None
     digest = hashlib.sha256(b"\x00".join((namespace.encode(), scheme.encode(), raw_path, scope["query_string"])))
