@@ -25,6 +25,8 @@ PLAIN_PAGE_PATH = PLAIN_PATH | frozenset(b".")
 # The API's paths (/v1/...); any other is a public page's (a blog on its own domain has its posts at
 # the root: /very-good-news/ is one).
 API = re.compile(rb"/v[0-9]+/")
+# What a public page's key has after the namespace (fast_reads.FastReads.to_record tells them apart).
+PAGES = "p"
 # A request that brings a session (a signed-in editor) or a credential is never a public page's reader.
 PERSONAL = frozenset({b"cookie", b"authorization"})
 
@@ -50,9 +52,9 @@ def answer_key(namespace: str, scope: dict, scheme: str) -> str | None:
         authorized = authorized or name == b"authorization"
         personal = personal or name in PERSONAL
         digest.update(b"\x00%s:%s" % (name, value))
-    if authorized if api else not personal:
-        return f"{namespace}:{digest.hexdigest()}"
-    return None
+    if api:
+        return f"{namespace}:{digest.hexdigest()}" if authorized else None
+    return None if personal else f"{namespace}:{PAGES}:{digest.hexdigest()}"
 
 
 def parse(entry: bytes) -> tuple[dict, int, list[tuple[bytes, bytes]]]:

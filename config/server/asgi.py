@@ -81,7 +81,8 @@ class Server:
             return False
         messages = await self.fast.answer(environ, key)
         if messages is None:
-            environ[ANSWER_KEY] = key
+            if self.fast.to_record(key):
+                environ[ANSWER_KEY] = key
             return False
         for message in messages:
             await send(message)

@@ -36,7 +36,7 @@ from pathlib import Path
 import redis
 import redis.asyncio
 
-from config.server.answers import REMAINING, REQUEST_ID, RESET, parse
+from config.server.answers import PAGES, REMAINING, REQUEST_ID, RESET, parse
 
 log = logging.getLogger("cps.web")
 
@@ -70,12 +70,27 @@ class FastReads:
         # The recorded answers this process wrote: only their requests are looked up, so a request
         # that is never recorded (an uncached endpoint) costs no round trip.
         self.recorded: set[str] = set()
+        # The public pages' requests seen once: their answers are recorded from their second on.
+        self.pages_seen: set[str] = set()
+        self.pages = f"{namespace}:{PAGES}:"
 
     def remember(self, key: str) -> None:
         """Called once this process recorded the answer to `key` (from the application's threads)."""
         if len(self.recorded) >= MAX_REMEMBERED:
             self.recorded.clear()  # each key is recorded again at its next request
         self.recorded.add(key)
+
+    def to_record(self, key: str) -> bool:
+        """Whether Django's answer to `key` is to be recorded: an API read's always (its clients
+        ask again and again); a public page's from the second time the very same request comes:
+        readers' browsers send headers of their own, many a request is never made again, and the
+        recording would cost it about a third more CPU (the entry read, the answer written)."""
+        if not key.startswith(self.pages) or key in self.pages_seen:
+            return True
+        if len(self.pages_seen) >= MAX_REMEMBERED:
+            self.pages_seen.clear()
+        self.pages_seen.add(key)
+        return False
 
     @property
     def script(self):

@@ -162,6 +162,18 @@ def test_a_blog_on_its_own_domain_is_answered_before_django_byte_for_byte(blog, 
     assert not fast.get(path, host=DOMAIN.upper()).fast
 
 
+def test_a_page_request_made_once_costs_no_recording_and_the_same_request_again_is_recorded(blog, fast):
+    path = "/blog/fast-blog/"
+    fast.get(path)  # a miss: the page is rendered and stored
+    for n in range(3):
+        # Readers whose browsers send headers of their own: each a hit, each seen once.
+        assert not fast.get(path, user_agent=f"reader {n}").fast
+    assert fast.server.fast.recorded == set()
+    assert not fast.get(path, user_agent="reader 1").fast  # seen again: Django's answer is recorded
+    assert fast.server.fast.recorded != set()
+    assert fast.get(path, user_agent="reader 1").fast
+
+
 def test_the_page_cache_headers_of_a_fast_answer_are_the_pages(blog, fast):
     headers = dict(answered_fast(fast, "/blog/fast-blog/").headers)
     assert headers[b"cache-control"] == b"public, max-age=0, must-revalidate"
