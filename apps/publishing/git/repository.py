@@ -3,12 +3,16 @@ each remote is reached, this worker's copy of it, and one commit pushed on top o
 Which remotes are allowed is remote.py; the ssh:// client, ssh.py; what a failure means, failures.py.
 
 Each worker keeps a bare copy of every repository it publishes to (GIT_CACHE_DIR), so a job
-fetches only what is new. A push is never forced: when the branch moved since the fetch (someone
-else pushed), the commit is made again on top of the new head.
+fetches only what is new. The copy is shared by the worker's processes: one at a time uses it,
+holding an flock on the copy's lock file, which the kernel releases when its holder dies. A push is
+never forced: when the branch moved since the fetch (someone else pushed), the commit is made again
+on top of the new head.
 """
 
+import fcntl
 import hashlib
 import os
+import shutil
 import stat
 import threading
 import time
@@ -20,7 +24,7 @@ from pathlib import Path
 
 from django.conf import settings
 from dulwich.client import GitClient, HttpGitClient, LocalGitClient
-from dulwich.errors import NotTreeError
+from dulwich.errors import NotGitRepository, NotTreeError
 from dulwich.object_store import commit_tree_changes, tree_lookup_path
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.pack import pack_objects_to_data
@@ -104,12 +108,15 @@ PACK_LIMIT = 50
 
 @contextmanager
 def cached_copy(url: str) -> Iterator[Repo]:
-    """This worker's bare copy of the repository at `url` (one thread at a time uses it)."""
+    """This worker's bare copy of the repository at `url`, used by one thread of one process at a
+    time; what a holder killed in the middle of a write left behind is cleared first."""
     name = hashlib.sha256(url.encode()).hexdigest()[:24]
     folder = Path(settings.GIT_CACHE_DIR) / f"{name}.git"
     with _cache_locks_guard:
         lock = _cache_locks.setdefault(name, threading.Lock())
-    with lock:
+    with lock, _held(folder.with_suffix(".flock")) as interrupted:
+        if interrupted:
+            _recover(folder)
         repo = _open_copy(folder)
         try:
             yield repo
@@ -119,6 +126,48 @@ def cached_copy(url: str) -> Iterator[Repo]:
             repo.close()  # an error half-way: the next job opens the copy afresh
             raise
         _keep_open(folder, repo)
+
+
+IN_USE, DONE = b"1", b"0"
+
+
+@contextmanager
+def _held(lock_file: Path) -> Iterator[bool]:
+    """Hold the copy's lock file (an flock: other processes wait; the kernel lets go of it when its
+    holder dies, however it dies) and say whether the last holder was interrupted. The file's one
+    byte says whether the copy is in use: a holder that ends cleanly sets it back, so one that was
+    killed (or failed half-way) leaves it set, and its successor knows to clear up. The file is
+    opened anew each time, so a process forked from a holder never shares its lock."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        interrupted = os.pread(fd, 1, 0) == IN_USE
+        os.pwrite(fd, IN_USE, 0)
+        yield interrupted
+        os.pwrite(fd, DONE, 0)
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def _recover(folder: Path) -> None:
+    """Clear what an interrupted holder left in the copy. No other process uses it now (this one
+    holds its lock), so every git lock file in it is stale (a ref's, a loose object's, a pack
+    index's: git's own locks are files made with O_EXCL that only their maker removes), and so are
+    half-written packs. A copy that no longer opens is made again (one full fetch)."""
+    with _cache_locks_guard:
+        kept = _open_copies.pop(folder, None)
+    if kept is not None and kept[0] == os.getpid():
+        kept[1].close()  # its view of the packs may name what is removed here
+    for stale in folder.rglob("*.lock"):
+        stale.unlink(missing_ok=True)
+    if not (folder / "objects").is_dir():
+        return
+    try:
+        with Repo(str(folder)) as repo:
+            repo.object_store.prune(grace_period=0)
+    except (NotGitRepository, OSError, ValueError):
+        shutil.rmtree(folder)
 
 
 def _open_copy(folder: Path) -> Repo:
