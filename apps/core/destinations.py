@@ -291,6 +291,9 @@ class Subject(Protocol):
     def document(self, *, post_id: int, action: str, published_at: datetime | None) -> Document | None:
         """The post as it is now, for a job; None when it no longer exists."""
 
+    def documents(self, *, wanted: list[tuple[int, str, datetime | None]]) -> list[Document | None]:
+        """document() of each (post id, action, publication date), in order: a batch's, read together."""
+
     def confirmed(self, *, jobs: list) -> None:
         """The destination confirmed the jobs (a batch's, called in the transaction that records them)."""
 

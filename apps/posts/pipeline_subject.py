@@ -2,6 +2,7 @@
 a job's outcome does to its post (called by the pipeline in the transaction that records the
 outcome). Registered with the pipeline as its `Subject` by PostsConfig.ready()."""
 
+from collections import defaultdict
 from datetime import datetime
 
 from django.db.models import Case, DateTimeField, Value, When
@@ -14,7 +15,7 @@ from apps.posts.events import PostEvent
 from apps.posts.lifecycle import state_values
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.outcomes import moved
-from apps.posts.selectors import SOURCES
+from apps.posts.selectors import SOURCES, posts_images
 from apps.posts.serializers import document, post_webhook_data, posts_webhook_data, publication_webhook_data
 from apps.publishing.models import JobAction, PublicationJob
 from apps.webhooks.models import EventInput
@@ -24,20 +25,33 @@ from apps.webhooks.services import event_emit, events_emit
 def blog_link(post: Post) -> str | None:
     """The page of the post on the account's blog: its own where it is a blog's post, else (a
     social share of an article) the published post of the same slug on one of the account's blogs."""
-    if post.channel.has_public_site:
-        return post.channel.post_url(post.slug)
-    article = (
+    return blog_links([post])[post.pk]
+
+
+def blog_links(posts: list[Post]) -> dict[int, str | None]:
+    """blog_link of each of the posts (their channels loaded): the articles of those that are not a
+    blog's own looked up in one query."""
+    links = {post.pk: post.channel.post_url(post.slug) for post in posts if post.channel.has_public_site}
+    shares = [post for post in posts if post.pk not in links]
+    if not shares:
+        return links
+    articles = (
         Post.objects.select_related("channel")
         .filter(
-            channel__account_id=post.channel.account_id,
+            channel__account_id__in={post.channel.account_id for post in shares},
             channel__platform=Platform.BLOG,
-            slug=post.slug,
+            slug__in={post.slug for post in shares},
             publication_status=PublicationStatus.PUBLISHED,
         )
         .order_by("-published_at", "-id")
-        .first()
     )
-    return article.channel.post_url(article.slug) if article is not None else None
+    latest: dict[tuple[int, str], Post] = {}
+    for article in articles:
+        latest.setdefault((article.channel.account_id, article.slug), article)
+    for post in shares:
+        article = latest.get((post.channel.account_id, post.slug))
+        links[post.pk] = article.channel.post_url(article.slug) if article is not None else None
+    return links
 
 
 def posts_publications_confirmed(*, jobs: list[PublicationJob]) -> list[int]:
@@ -109,12 +123,41 @@ def post_links(post_id: int) -> list[tuple[str, str]]:
     return links
 
 
+def documents(wanted: list[tuple[int, str, datetime | None]]) -> list[Document | None]:
+    """The documents of (post id, action, publication date) in order (None for a post that no
+    longer exists): a batch's posts, tags, images and blog links read in one query each."""
+    posts = Post.objects.select_related("channel").filter(pk__in={post_id for post_id, _, _ in wanted})
+    posts = {post.pk: post for post in posts}
+    if not posts:
+        return [None] * len(wanted)
+    tags = defaultdict(list)
+    named = Post.tags.through.objects.filter(post_id__in=list(posts)).order_by("post_id", "tag__name")
+    for post_id, name in named.values_list("post_id", "tag__name"):
+        tags[post_id].append(name)
+    images = posts_images(list(posts.values()))
+    links = blog_links(list(posts.values()))
+    return [
+        document(
+            post,
+            action=action,
+            published_at=published_at,
+            link=links[post_id],
+            tags=tags[post_id],
+            images=images[post_id],
+        )
+        if (post := posts.get(post_id)) is not None
+        else None
+        for post_id, action, published_at in wanted
+    ]
+
+
 class PostSubject:
     def document(self, *, post_id: int, action: str, published_at: datetime | None) -> Document | None:
-        post = Post.objects.select_related("channel").filter(pk=post_id).first()
-        if post is None:
-            return None
-        return document(post, action=action, published_at=published_at, link=blog_link(post))
+        [found] = documents([(post_id, action, published_at)])
+        return found
+
+    def documents(self, *, wanted: list[tuple[int, str, datetime | None]]) -> list[Document | None]:
+        return documents(wanted)
 
     def confirmed(self, *, jobs: list[PublicationJob]) -> None:
         posts_publications_confirmed(jobs=jobs)

@@ -352,9 +352,19 @@ def post_images(post) -> tuple[Image, ...]:
     """The uploaded images the post shows (apps.core.destinations.Image): its media items that name
     a medium, in order, with their own alt texts, then those only its body shows, in the order it
     shows them."""
-    items = list(
-        Media.objects.filter(post_id=post.pk, medium__isnull=False).select_related("medium").order_by("position", "id")
-    )
+    return posts_images([post])[post.pk]
+
+
+def posts_images(posts: list) -> dict[int, tuple[Image, ...]]:
+    """post_images of each of the posts (their channels loaded), their media items read in one query."""
+    items = defaultdict(list)
+    media = Media.objects.filter(post_id__in=[post.pk for post in posts], medium__isnull=False)
+    for item in media.select_related("medium").order_by("post_id", "position", "id"):
+        items[item.post_id].append(item)
+    return {post.pk: _images(post, items[post.pk]) for post in posts}
+
+
+def _images(post, items: list) -> tuple[Image, ...]:
     attached = {item.medium_id for item in items}
     shown = media_shown_in(post.body, account_id=post.channel.account_id) if shows_media(post.body) else []
     return (

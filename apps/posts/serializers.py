@@ -177,9 +177,18 @@ def post_webhook_data(post: Post, *, channel: Channel | None = None) -> dict:
     return data
 
 
-def document(post: Post, *, action: str, published_at: datetime | None, link: str | None) -> Document:
+def document(
+    post: Post,
+    *,
+    action: str,
+    published_at: datetime | None,
+    link: str | None,
+    tags: list[str] | None = None,
+    images: tuple | None = None,
+) -> Document:
     """The post as a destination writes it (a file with its front matter, a social post's
-    text, an edition mailed), for a job of `action`; `link` is its page on the account's blog."""
+    text, an edition mailed), for a job of `action`; `link` is its page on the account's blog.
+    `tags` (by name) and `images` (selectors.post_images) are read for it when not given."""
     return Document(
         post_id=post.pk,
         title=post.title,
@@ -188,12 +197,12 @@ def document(post: Post, *, action: str, published_at: datetime | None, link: st
         # A first publication is dated by its job (the same on every attempt); an update keeps the
         # post's date and says when it changed.
         published_at=post.published_at or published_at or post.updated_at,
-        tags=list(post.tags.order_by("name").values_list("name", flat=True)),
+        tags=list(post.tags.order_by("name").values_list("name", flat=True)) if tags is None else tags,
         description=description(post),
         teaser=post.teaser,
         updated_at=post.updated_at if action == JobAction.UPDATE else None,
         link=link,
-        images=selectors.post_images(post),
+        images=selectors.post_images(post) if images is None else images,
     )
 
 

@@ -22,7 +22,16 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.channels.models import Channel
-from apps.core.destinations import Destination, InProgress, JobContext, Outcome, PublishError, destination_for, subject
+from apps.core.destinations import (
+    Destination,
+    Document,
+    InProgress,
+    JobContext,
+    Outcome,
+    PublishError,
+    destination_for,
+    subject,
+)
 from apps.core.mail import tell_account_admins
 from apps.core.outbox import lease_end, leased, retry_delay
 from apps.publishing.models import UNFINISHED, JobAction, JobState, PublicationJob
@@ -122,9 +131,27 @@ def last_successes(jobs: list[PublicationJob]) -> dict[int, tuple[str, datetime 
     return {pk: (path or "", date) for pk, path, date in rows}
 
 
-def _carry_out(job: PublicationJob, destination: Destination, last: tuple[str, datetime | None]) -> Outcome:
-    previous_path, published_at = last
-    document = subject().document(post_id=job.post_id, action=job.action, published_at=job.published_at or published_at)
+def _wanted(job: PublicationJob, last: tuple[str, datetime | None]) -> tuple[int, str, datetime | None]:
+    """What the job's document is asked for with: its post, its action, its publication date (the
+    job's, else the post's last successful job's)."""
+    return job.post_id, job.action, job.published_at or last[1]
+
+
+def documents(jobs: list[PublicationJob], last: dict[int, tuple[str, datetime | None]]) -> dict[int, Document | None]:
+    """Each job's document (None: its post is gone), read for the whole batch at once. A batch holds
+    one job per post, and a change of a post made meanwhile writes a job of its own that follows."""
+    found = subject().documents(wanted=[_wanted(job, last[job.pk]) for job in jobs])
+    return {job.pk: document for job, document in zip(jobs, found, strict=True)}
+
+
+UNREAD = object()  # attempt()'s document is read when it is called
+
+
+def _carry_out(job: PublicationJob, destination: Destination, last: tuple[str, datetime | None], document) -> Outcome:
+    previous_path, _ = last
+    if document is UNREAD:
+        post_id, action, published_at = _wanted(job, last)
+        document = subject().document(post_id=post_id, action=action, published_at=published_at)
     context = JobContext(
         job_id=job.pk,
         post_id=job.post_id,
@@ -153,12 +180,13 @@ class Run:
             self._destination = load_destination(self.channel_id)
         return self._destination
 
-    def attempt(self, job: PublicationJob, last: tuple[str, datetime | None] | None = None) -> Result:
-        """Carry out a claimed job; what came of it, not yet recorded."""
+    def attempt(self, job: PublicationJob, last: tuple[str, datetime | None] | None = None, document=UNREAD) -> Result:
+        """Carry out a claimed job (with its `last_successes` and its document where they were read
+        for its batch); what came of it, not yet recorded."""
         started = time.monotonic()
         result = Result(job=job)
         try:
-            result.outcome = _carry_out(job, self.destination(), last or last_successes([job])[job.pk])
+            result.outcome = _carry_out(job, self.destination(), last or last_successes([job])[job.pk], document)
         except InProgress as exc:
             result.progress = exc
         except PublishError as exc:
@@ -310,6 +338,7 @@ def run_batch(run: Run, *, deadline: float) -> int:
     or where a job could not end within its lease."""
     jobs = claim(run.channel_id)
     last = last_successes(jobs) if jobs else {}
+    read = documents(jobs, last) if jobs else {}
     results: list[Result] = []
     posts: set[int] = set()
     for job in jobs:
@@ -317,7 +346,7 @@ def run_batch(run: Run, *, deadline: float) -> int:
         # leave its channel to the sweeper.
         if job.post_id in posts or (results and (time.monotonic() > deadline or not startable(job))):
             break
-        results.append(run.attempt(job, last[job.pk]))
+        results.append(run.attempt(job, last[job.pk], read[job.pk]))
         posts.add(job.post_id)
         if results[-1].outcome is None:
             break  # one to retry holds the later jobs back (and a failure's record comes first)

@@ -22,7 +22,7 @@ from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.services import JobInput, channel_run, jobs_enqueue
 from apps.webhooks.models import Event
 from tests.conftest import requires_broker, wait_until
-from tests.factories import ChannelFactory
+from tests.factories import ChannelFactory, TagFactory
 from tests.publishing.conftest import files, front_matter, history, make_bare_repository
 from tests.publishing.git_http_server import GitHttpServer
 
@@ -78,6 +78,27 @@ def test_a_batch_of_jobs_is_recorded_in_one_transaction_its_posts_confirmed_in_o
         assert f"Publication-Job-Id: {job.pk}\n" in commits[job.reference].message.decode()
         assert job.published_at == Post.objects.get(pk=job.post_id).published_at
     assert commits_by_job(bare_repo) == Counter({job.pk: 1 for job in jobs})
+
+
+def test_a_batch_reads_its_posts_documents_in_as_many_queries_whatever_its_size(git_channel, bare_repo):
+    tags = [TagFactory(account=git_channel.account, name=name) for name in ("python", "django")]
+
+    def run(n: int) -> tuple[int, list[Post]]:
+        posts = [post_create(channel=git_channel, title=f"Post {n}.{k}", body="Words.\n", tags=tags) for k in range(n)]
+        enqueue(posts)
+        with CaptureQueriesContext(connection) as queries:
+            assert channel_run(git_channel.pk) == n
+        return len(queries), posts
+
+    run(1)  # what a first run of the process reads once
+    few, _ = run(2)
+    many, posts = run(12)
+    # The posts, their tags, their images and blog links are read for the batch, not for each job.
+    assert many == few
+    published = files(bare_repo)
+    for job in PublicationJob.objects.filter(post_id__in=[post.pk for post in posts]):
+        matter, body = front_matter(published[job.path])
+        assert (matter["tags"], matter["id"], body) == (["django", "python"], job.post_id, "\nWords.\n")
 
 
 def test_a_posts_second_job_waits_for_the_first_to_be_recorded_and_keeps_the_date_it_published_with(
