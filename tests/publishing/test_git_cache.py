@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from apps.posts.editor_status import post_publish_now
 from apps.posts.services import post_create
@@ -112,6 +113,24 @@ def test_a_ref_lock_left_by_a_killed_worker_is_cleared_by_the_next_job_itself(gi
 
     job = publish(git_channel, "After")
 
+    assert job.state == "succeeded", job.last_error
+    assert job.reference == history(bare_repo)[0].id.decode()
+    assert stale_files(copy) == []
+
+
+def test_a_stale_lock_the_copy_does_not_know_of_costs_one_attempt_not_the_channels_jobs(git_channel, bare_repo):
+    # As a machine that lost power may leave it: the lock file on disk, the copy's lock file saying
+    # that its last holder ended cleanly.
+    assert publish(git_channel, "Before").state == "succeeded"
+    [copy] = Path(settings.GIT_CACHE_DIR).glob("*.git")
+    (copy / "refs" / "heads" / "main.lock").write_bytes(b"")
+
+    job = publish(git_channel, "After")
+    assert job.state == "queued" and "FileLocked" in job.last_error  # tried again later
+
+    PublicationJob.objects.filter(pk=job.pk).update(next_attempt_at=timezone.now())
+    channel_run(git_channel.pk)
+    job.refresh_from_db()
     assert job.state == "succeeded", job.last_error
     assert job.reference == history(bare_repo)[0].id.decode()
     assert stale_files(copy) == []

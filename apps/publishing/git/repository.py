@@ -25,6 +25,7 @@ from pathlib import Path
 from django.conf import settings
 from dulwich.client import GitClient, HttpGitClient, LocalGitClient
 from dulwich.errors import NotGitRepository, NotTreeError
+from dulwich.file import FileLocked
 from dulwich.object_store import commit_tree_changes, tree_lookup_path
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.pack import pack_objects_to_data
@@ -114,38 +115,55 @@ def cached_copy(url: str) -> Iterator[Repo]:
     folder = Path(settings.GIT_CACHE_DIR) / f"{name}.git"
     with _cache_locks_guard:
         lock = _cache_locks.setdefault(name, threading.Lock())
-    with lock, _held(folder.with_suffix(".flock")) as interrupted:
-        if interrupted:
+    with lock, _held(folder.with_suffix(".flock")) as holder:
+        if holder.interrupted:
             _recover(folder)
         repo = _open_copy(folder)
         try:
             yield repo
             if repo.object_store.count_pack_files() > PACK_LIMIT:
                 repo.object_store.repack()
-        except BaseException:
+        except Exception as exc:
             repo.close()  # an error half-way: the next job opens the copy afresh
+            # An error unwinds git's writes (their lock files removed), except a lock file found in
+            # the way: no live process holds it (this one holds the copy), the next holder clears it.
+            if not isinstance(exc, FileLocked):
+                holder.ended()
             raise
+        except BaseException:
+            repo.close()
+            raise
+        holder.ended()
         _keep_open(folder, repo)
 
 
-IN_USE, DONE = b"1", b"0"
+class _Holder:
+    """This process's hold of a copy: whether the one before was interrupted, and the end of the hold."""
+
+    IN_USE, ENDED = b"1", b"0"
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.interrupted = os.pread(fd, 1, 0) == self.IN_USE
+        os.pwrite(fd, self.IN_USE, 0)
+
+    def ended(self) -> None:
+        """The copy is left as a clean end leaves it: the next holder need not clear up."""
+        os.pwrite(self.fd, self.ENDED, 0)
 
 
 @contextmanager
-def _held(lock_file: Path) -> Iterator[bool]:
+def _held(lock_file: Path) -> Iterator[_Holder]:
     """Hold the copy's lock file (an flock: other processes wait; the kernel lets go of it when its
-    holder dies, however it dies) and say whether the last holder was interrupted. The file's one
-    byte says whether the copy is in use: a holder that ends cleanly sets it back, so one that was
-    killed (or failed half-way) leaves it set, and its successor knows to clear up. The file is
-    opened anew each time, so a process forked from a holder never shares its lock."""
+    holder dies, however it dies). The file's one byte says whether the copy is in use: a holder
+    sets it, and sets it back once it has ended cleanly, so one that was killed leaves it set and its
+    successor knows to clear up. The file is opened anew each time, so a process forked from a
+    holder never shares its lock."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        interrupted = os.pread(fd, 1, 0) == IN_USE
-        os.pwrite(fd, IN_USE, 0)
-        yield interrupted
-        os.pwrite(fd, DONE, 0)
+        yield _Holder(fd)
     finally:
         os.close(fd)  # releases the flock
 
