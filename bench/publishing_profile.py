@@ -3,7 +3,7 @@ a local bare repository, POSTS posts as the publishing part makes them (three ta
 their publish jobs carried out by `channel_run` in batches of REPACK_EVERY with the remote repacked
 between, as bench/publishing.py does. Prints queries, CPU and wall time per job, for the first
 batch (a fresh process: the warm-up) and for the rest, and with --profile the functions that took
-the most CPU.
+the most CPU; with --floor, the floor's loop making the same commits.
 
     DATABASE_URL=postgres://.../some_database .venv/bin/python -m bench.publishing_profile [--posts 200] [--profile]
 
@@ -24,6 +24,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--posts", type=int, default=200)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--floor", action="store_true", help="and the floor's loop, making the same commits")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="publishing-profile-"))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -53,6 +54,17 @@ def main() -> None:
     insert_posts([channel.pk], args.posts, status="draft", scheduled=False, tags=tags)
     post_ids = list(Post.objects.filter(channel=channel).order_by("id").values_list("id", flat=True))
 
+    import gc
+
+    collections = []  # (generation, ms) of each collection during the jobs
+
+    def collected(phase, info, started=[0.0]):  # noqa: B006 (the start time, kept between calls)
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            collections.append((info["generation"], (time.perf_counter() - started[0]) * 1000))
+
+    gc.callbacks.append(collected)
     profiler = cProfile.Profile() if args.profile else None
     rows = []
     for start in range(0, len(post_ids), REPACK_EVERY):
@@ -68,6 +80,9 @@ def main() -> None:
         rows.append((done, len(queries), time.process_time() - cpu, time.perf_counter() - wall))
         repack(remote)
 
+    gc.callbacks.remove(collected)
+    full = [ms for generation, ms in collections if generation == 2]
+    print(f"garbage collections: {len(collections)}, of which full {len(full)} taking {sum(full):.0f} ms in all")
     from apps.publishing.models import PublicationJob
 
     failed = PublicationJob.objects.filter(channel=channel).exclude(state="succeeded")
@@ -85,8 +100,23 @@ def main() -> None:
     line("first batch", rows[:1])
     if len(rows) > 1:
         line("the rest", rows[1:])
+    if args.floor:
+        # The floor (bench/publishing.py) making the same commits, in this process.
+        from bench import publishing
+
+        publishing.PART_WORK = work / "floor"
+        publishing.PART_WORK.mkdir()
+        commits, _ = publishing.pipeline_commits(remote)
+        cpu, wall = time.process_time(), time.perf_counter()
+        floor = publishing.run_floor(commits)
+        print(
+            f"floor: {len(commits)} commits, CPU {(time.process_time() - cpu) / len(commits) * 1000:.2f} ms/commit, "
+            f"wall {floor['seconds'] / len(commits) * 1000:.2f} ms/commit (repacks excluded)"
+        )
     print(f"load average {os.getloadavg()[0]:.1f}")
     if profiler is not None:
+        if os.environ.get("PROFILE_DUMP"):
+            profiler.dump_stats(os.environ["PROFILE_DUMP"])
         stats = pstats.Stats(profiler).sort_stats("cumulative")
         stats.print_stats(os.environ.get("PROFILE_FILTER", ""), 60)
 

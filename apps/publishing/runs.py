@@ -137,11 +137,29 @@ def _wanted(job: PublicationJob, last: tuple[str, datetime | None]) -> tuple[int
     return job.post_id, job.action, job.published_at or last[1]
 
 
-def documents(jobs: list[PublicationJob], last: dict[int, tuple[str, datetime | None]]) -> dict[int, Document | None]:
-    """Each job's document (None: its post is gone), read for the whole batch at once. A batch holds
-    one job per post, and a change of a post made meanwhile writes a job of its own that follows."""
-    found = subject().documents(wanted=[_wanted(job, last[job.pk]) for job in jobs])
-    return {job.pk: document for job, document in zip(jobs, found, strict=True)}
+# How old a document read for a batch may be when its job starts: a job's document is read again,
+# with those of the jobs after it, once the batch has run this long since they were read (a slow
+# remote). An edit made later than its job's start is not in it, as when each job read its own.
+DOCUMENTS_FRESH = 1.0
+
+
+class Documents:
+    """The documents of a batch's jobs (None: the post is gone), read together: those of the jobs
+    not started yet again once they are DOCUMENTS_FRESH seconds old."""
+
+    def __init__(self, jobs: list[PublicationJob], last: dict[int, tuple[str, datetime | None]]) -> None:
+        self.jobs, self.last = jobs, last
+        self.read: dict[int, Document | None] = {}
+        self.read_at = 0.0
+
+    def of(self, index: int) -> Document | None:
+        job = self.jobs[index]
+        if job.pk not in self.read or time.monotonic() - self.read_at > DOCUMENTS_FRESH:
+            rest = self.jobs[index:]
+            found = subject().documents(wanted=[_wanted(later, self.last[later.pk]) for later in rest])
+            self.read = dict(zip([later.pk for later in rest], found, strict=True))
+            self.read_at = time.monotonic()
+        return self.read[job.pk]
 
 
 UNREAD = object()  # attempt()'s document is read when it is called
@@ -338,15 +356,15 @@ def run_batch(run: Run, *, deadline: float) -> int:
     or where a job could not end within its lease."""
     jobs = claim(run.channel_id)
     last = last_successes(jobs) if jobs else {}
-    read = documents(jobs, last) if jobs else {}
+    read = Documents(jobs, last)
     results: list[Result] = []
     posts: set[int] = set()
-    for job in jobs:
+    for index, job in enumerate(jobs):
         # The first job always starts, as a job claimed alone would: a run that started none would
         # leave its channel to the sweeper.
         if job.post_id in posts or (results and (time.monotonic() > deadline or not startable(job))):
             break
-        results.append(run.attempt(job, last[job.pk], read[job.pk]))
+        results.append(run.attempt(job, last[job.pk], read.of(index)))
         posts.add(job.post_id)
         if results[-1].outcome is None:
             break  # one to retry holds the later jobs back (and a failure's record comes first)

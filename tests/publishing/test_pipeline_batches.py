@@ -16,6 +16,7 @@ from apps.posts.editor_status import post_publish_now
 from apps.posts.models import Post
 from apps.posts.services import post_create
 from apps.publishing import runs
+from apps.publishing.git import repository
 from apps.publishing.git.destination import load
 from apps.publishing.git.services import GitSettings, git_destination_save
 from apps.publishing.models import JobAction, PublicationJob
@@ -99,6 +100,24 @@ def test_a_batch_reads_its_posts_documents_in_as_many_queries_whatever_its_size(
     for job in PublicationJob.objects.filter(post_id__in=[post.pk for post in posts]):
         matter, body = front_matter(published[job.path])
         assert (matter["tags"], matter["id"], body) == (["django", "python"], job.post_id, "\nWords.\n")
+
+
+def test_a_batch_that_runs_long_reads_the_documents_of_its_later_jobs_again(git_channel, bare_repo, monkeypatch):
+    first, second = draft_posts(git_channel, 2)
+    enqueue([first, second])
+    pushed = repository.commit_and_push
+
+    def push_then_the_second_post_is_edited(*args, **kwargs):
+        commit = pushed(*args, **kwargs)
+        Post.objects.filter(pk=second.pk).update(body="Edited while the first job ran.\n")
+        return commit
+
+    monkeypatch.setattr(repository, "commit_and_push", push_then_the_second_post_is_edited)
+    monkeypatch.setattr(runs, "DOCUMENTS_FRESH", 0.0)  # every job runs long after the batch's read
+    assert channel_run(git_channel.pk) == 2
+
+    job = PublicationJob.objects.get(post_id=second.pk)
+    assert front_matter(files(bare_repo)[job.path])[1] == "\nEdited while the first job ran.\n"
 
 
 def test_a_posts_second_job_waits_for_the_first_to_be_recorded_and_keeps_the_date_it_published_with(
