@@ -215,8 +215,8 @@ def serve(
         store.done(key)
 
     response.add_post_render_callback(stored)
-    # Not noted: a computed answer's headers are DRF's (Allow...), the stored one's are not, and the
-    # next request is answered from the store.
+    # Not noted: the representation is stored only once the response is rendered, after the fast
+    # path's recorder would look for it; the next request, answered from the store, is noted.
     return response
 
 
