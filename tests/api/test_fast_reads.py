@@ -6,7 +6,6 @@ process, twice built: with the fast path, and without it (WEB_FAST_READS=false).
 (transaction=True): the entries the fast path checks are deleted by the database's notifications.
 """
 
-import asyncio
 import logging
 from datetime import timedelta
 from types import SimpleNamespace
@@ -20,6 +19,7 @@ from apps.users.credentials import api_key_revoke
 from apps.users.models import ApiKey
 from config.server import asgi, recording
 from config.wsgi import application as django_application
+from tests import web_process
 from tests.factories import ApiKeyFactory, ChannelFactory, PostFactory
 
 pytestmark = [
@@ -30,73 +30,7 @@ pytestmark = [
 REQUEST_ID = "fast-reads-test"
 
 
-class Web:
-    """The web process's application, with or without the fast path, and whether the fast path
-    answered the last request."""
-
-    def __init__(self, loop, *, fast: bool) -> None:
-        self.loop = loop
-        self.server = asgi.Server(django_application)
-        if not fast:
-            self.server.fast = None
-        self.fast_answers = 0
-
-    def get(self, path: str, key, **headers) -> SimpleNamespace:
-        path, _, query = path.partition("?")
-        sent = [(b"host", b"testserver"), (b"x-request-id", REQUEST_ID.encode())]
-        if key is not None:
-            sent.append((b"authorization", f"Bearer {key.raw}".encode()))
-        sent += [(name.replace("_", "-").encode(), value.encode()) for name, value in headers.items()]
-        scope = {
-            "type": "http",
-            "method": "GET",
-            "scheme": "http",
-            "http_version": "1.1",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": query.encode(),
-            "headers": sent,
-            "client": ("127.0.0.1", 50000),
-            "server": ("testserver", 80),
-        }
-        messages = []
-
-        async def receive():
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message):
-            messages.append(message)
-
-        before = self.answered_fast()
-        self.loop.run_until_complete(self.server(scope, receive, send))
-        self.fast_answers += self.answered_fast() - before
-        start, body = messages
-        return SimpleNamespace(
-            status=start["status"],
-            headers=start["headers"],
-            body=body["body"],
-            fast=self.answered_fast() > before,
-        )
-
-    def answered_fast(self) -> int:
-        return getattr(self.server.fast, "answered", 0)
-
-
-@pytest.fixture
-def loop():
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
-@pytest.fixture
-def fast(loop):
-    return Web(loop, fast=True)
-
-
-@pytest.fixture
-def django_only(loop):
-    return Web(loop, fast=False)
+loop, fast, django_only = web_process.fixtures(request_id=REQUEST_ID)
 
 
 @pytest.fixture
@@ -107,16 +41,6 @@ def world():
     channel = ChannelFactory(account=key.account)
     posts = PostFactory.create_batch(3, channel=channel)
     return SimpleNamespace(key=key, channel=channel, post=posts[0])
-
-
-def answered_fast(web: Web, path: str, key, **headers) -> SimpleNamespace:
-    """The fast path's answer to `path`, once Django's answers were recorded (the first use of a
-    key writes its last use, which renews its entry: the next answer is recorded)."""
-    for _ in range(3):
-        answer = web.get(path, key, **headers)
-        if answer.fast:
-            return answer
-    raise AssertionError(f"the fast path never answered {path}: {answer.status} {answer.body[:200]!r}")
 
 
 def drop(headers: list, dropped: bytes) -> list:
@@ -142,7 +66,7 @@ PATHS = [
 @pytest.mark.parametrize("path", PATHS)
 def test_a_cached_read_answered_before_django_is_djangos_answer_byte_for_byte(world, fast, django_only, path):
     path = path.format(channel=world.channel.pk, post=world.post.pk)
-    first = answered_fast(fast, path, world.key)
+    first = web_process.answered_fast(fast, path, world.key)
     then = django_only.get(path, world.key)
     assert first.status == then.status == 200
     assert first.body == then.body
@@ -153,8 +77,8 @@ def test_a_cached_read_answered_before_django_is_djangos_answer_byte_for_byte(wo
 
 def test_a_conditional_read_answers_the_same_304(world, fast, django_only):
     path = f"/v1/channels/{world.channel.pk}/posts"
-    etag = dict(answered_fast(fast, path, world.key).headers)[b"etag"].decode()
-    first = answered_fast(fast, path, world.key, if_none_match=etag)
+    etag = dict(web_process.answered_fast(fast, path, world.key).headers)[b"etag"].decode()
+    first = web_process.answered_fast(fast, path, world.key, if_none_match=etag)
     then = django_only.get(path, world.key, if_none_match=etag)
     assert first.status == then.status == 304
     assert first.body == then.body == b""
@@ -163,7 +87,7 @@ def test_a_conditional_read_answers_the_same_304(world, fast, django_only):
 
 def test_a_request_of_another_shape_is_djangos(world, fast):
     path = f"/v1/channels/{world.channel.pk}/posts"
-    answered_fast(fast, path, world.key)
+    web_process.answered_fast(fast, path, world.key)
     assert not fast.get(path, world.key, accept="application/json; indent=2").fast
     assert not fast.get(path + "?per_page=5", world.key).fast
 
@@ -185,7 +109,7 @@ def test_a_request_the_fast_path_cannot_answer_gets_djangos_refusal(world, fast,
 
 def test_a_revoked_key_is_refused_at_its_very_next_request(world, fast):
     path = f"/v1/channels/{world.channel.pk}/posts"
-    answered_fast(fast, path, world.key)
+    web_process.answered_fast(fast, path, world.key)
     api_key_revoke(api_key=ApiKey.objects.get(pk=world.key.pk))
     refused = fast.get(path, world.key)
     assert (refused.status, refused.fast) == (401, False)
@@ -193,14 +117,14 @@ def test_a_revoked_key_is_refused_at_its_very_next_request(world, fast):
 
 def test_a_key_without_the_scope_any_more_is_refused_at_its_next_request(world, fast):
     path = f"/v1/channels/{world.channel.pk}/posts"
-    answered_fast(fast, path, world.key)
+    web_process.answered_fast(fast, path, world.key)
     ApiKey.objects.filter(pk=world.key.pk).update(scopes=["read:channels"])
     assert fast.get(path, world.key).status == 403
 
 
 def test_an_expired_key_is_refused_although_nothing_changed_in_the_database(world, fast, monkeypatch):
     path = f"/v1/channels/{world.channel.pk}/posts"
-    answered_fast(fast, path, world.key)
+    web_process.answered_fast(fast, path, world.key)
     expiry = ApiKey.objects.get(pk=world.key.pk).expires_at
     later = (expiry + timedelta(seconds=1)).timestamp()
     monkeypatch.setattr(fast.server.fast, "clock", lambda: later)
@@ -209,12 +133,12 @@ def test_an_expired_key_is_refused_although_nothing_changed_in_the_database(worl
 
 def test_a_changed_post_is_seen_at_the_next_request(world, fast, django_only):
     path = f"/v1/channels/{world.channel.pk}/posts/{world.post.pk}"
-    answered_fast(fast, path, world.key)
+    web_process.answered_fast(fast, path, world.key)
     Post.objects.filter(pk=world.post.pk).update(title="A new title")
     answer = fast.get(path, world.key)
     assert not answer.fast
     assert b"A new title" in answer.body
-    assert answered_fast(fast, path, world.key).body == django_only.get(path, world.key).body
+    assert web_process.answered_fast(fast, path, world.key).body == django_only.get(path, world.key).body
 
 
 def test_the_last_request_of_the_budget_is_answered_fast_and_the_next_is_djangos_429(
@@ -222,7 +146,7 @@ def test_the_last_request_of_the_budget_is_answered_fast_and_the_next_is_djangos
 ):
     settings.RATE_LIMITS = {**settings.RATE_LIMITS, world.key.account.plan: 6}
     path = f"/v1/channels/{world.channel.pk}/posts"
-    last = answered_fast(fast, path, world.key)
+    last = web_process.answered_fast(fast, path, world.key)
     while remaining(last) > 0:
         last = fast.get(path, world.key)
         assert last.status == 200
@@ -237,7 +161,7 @@ def test_the_last_request_of_the_budget_is_answered_fast_and_the_next_is_djangos
 
 def test_a_key_whose_use_is_due_to_be_written_goes_to_django_which_writes_it(world, fast, monkeypatch):
     path = f"/v1/channels/{world.channel.pk}/posts"
-    answered_fast(fast, path, world.key)
+    web_process.answered_fast(fast, path, world.key)
     used = ApiKey.objects.get(pk=world.key.pk).last_used_at
     later = used + timedelta(seconds=recording.settings.API_KEY_LAST_USED_RESOLUTION + 1)
     monkeypatch.setattr(fast.server.fast, "clock", lambda: later.timestamp())
@@ -246,7 +170,7 @@ def test_a_key_whose_use_is_due_to_be_written_goes_to_django_which_writes_it(wor
 
 def test_both_paths_write_the_same_log_line(world, fast, django_only, caplog):
     path = f"/v1/channels/{world.channel.pk}/posts"
-    answered_fast(fast, path, world.key)
+    web_process.answered_fast(fast, path, world.key)
     with caplog.at_level(logging.INFO, logger="cps.request"):
         caplog.clear()
         assert fast.get(path, world.key).fast
@@ -275,15 +199,15 @@ def test_a_read_that_is_never_recorded_costs_no_round_trip_to_redis(world, fast,
 
 def test_every_process_looks_up_only_the_answers_it_recorded(world, fast, loop):
     path = f"/v1/channels/{world.channel.pk}/posts"
-    answered_fast(fast, path, world.key)
-    another = Web(loop, fast=True)
+    web_process.answered_fast(fast, path, world.key)
+    another = web_process.Web(loop, fast=True, request_id=REQUEST_ID)
     assert not another.get(path, world.key).fast
     assert another.get(path, world.key).fast
 
 
 def test_with_redis_unreachable_the_fast_path_stands_aside_and_django_answers(world, fast, caplog):
     path = f"/v1/channels/{world.channel.pk}/posts"
-    answered_fast(fast, path, world.key)
+    web_process.answered_fast(fast, path, world.key)
     fast.server.fast.location = "redis://127.0.0.1:1/0"  # nothing listens there
     fast.server.fast._script = None
     answer = fast.get(path, world.key)
@@ -293,6 +217,6 @@ def test_with_redis_unreachable_the_fast_path_stands_aside_and_django_answers(wo
 
 
 def test_a_web_process_started_with_other_settings_never_gives_the_answers_recorded_before(fast, loop, settings):
-    assert Web(loop, fast=True).server.fast.namespace == fast.server.fast.namespace
+    assert web_process.Web(loop, fast=True, request_id=REQUEST_ID).server.fast.namespace == fast.server.fast.namespace
     settings.RATE_LIMITS = {**settings.RATE_LIMITS, "free": 7}
-    assert Web(loop, fast=True).server.fast.namespace != fast.server.fast.namespace
+    assert web_process.Web(loop, fast=True, request_id=REQUEST_ID).server.fast.namespace != fast.server.fast.namespace

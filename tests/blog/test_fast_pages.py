@@ -7,7 +7,6 @@ process, twice built: with the fast path, and without it. These tests commit (tr
 entries the fast path checks are deleted by the database's notifications.
 """
 
-import asyncio
 import logging
 from datetime import timedelta
 from types import SimpleNamespace
@@ -20,8 +19,7 @@ from apps.core import coherence
 from apps.posts.editor_status import post_set_status
 from apps.posts.models import Post
 from apps.posts.services import post_update_content
-from config.server import asgi
-from config.wsgi import application as django_application
+from tests import web_process
 from tests.factories import ChannelFactory, PostFactory, TagFactory
 
 pytestmark = [
@@ -33,67 +31,7 @@ REQUEST_ID = "fast-pages-test"
 DOMAIN = "fast.example.com"
 
 
-class Web:
-    """The web process's application, with or without the fast path, and whether the fast path
-    answered the last request."""
-
-    def __init__(self, loop, *, fast: bool) -> None:
-        self.loop = loop
-        self.server = asgi.Server(django_application)
-        if not fast:
-            self.server.fast = None
-
-    def get(self, path: str, *, host: str = "testserver", method: str = "GET", **headers) -> SimpleNamespace:
-        path, _, query = path.partition("?")
-        headers.setdefault("x_request_id", REQUEST_ID)
-        sent = [(b"host", host.encode())]
-        sent += [(name.replace("_", "-").encode(), value.encode()) for name, value in headers.items()]
-        scope = {
-            "type": "http",
-            "method": method,
-            "scheme": "http",
-            "http_version": "1.1",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": query.encode(),
-            "headers": sent,
-            "client": ("127.0.0.1", 50000),
-            "server": ("testserver", 80),
-        }
-        messages = []
-
-        async def receive():
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message):
-            messages.append(message)
-
-        before = getattr(self.server.fast, "answered", 0)
-        self.loop.run_until_complete(self.server(scope, receive, send))
-        start, *bodies = messages
-        return SimpleNamespace(
-            status=start["status"],
-            headers=start["headers"],
-            body=b"".join(body.get("body", b"") for body in bodies),
-            fast=getattr(self.server.fast, "answered", 0) > before,
-        )
-
-
-@pytest.fixture
-def loop():
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
-@pytest.fixture
-def fast(loop):
-    return Web(loop, fast=True)
-
-
-@pytest.fixture
-def django_only(loop):
-    return Web(loop, fast=False)
+loop, fast, django_only = web_process.fixtures(request_id=REQUEST_ID)
 
 
 def published(channel, **kwargs):
@@ -112,16 +50,6 @@ def blog():
     return SimpleNamespace(channel=channel, post=posts[-1], oldest=posts[0], draft=draft)
 
 
-def answered_fast(web: Web, path: str, **headers) -> SimpleNamespace:
-    """The fast path's answer to `path`, once Django's answers were recorded (a miss renders and
-    stores the page, the next request is a hit that Django answers and the web process records)."""
-    for _ in range(3):
-        answer = web.get(path, **headers)
-        if answer.fast:
-            return answer
-    raise AssertionError(f"the fast path never answered {path}: {answer.status} {answer.body[:200]!r}")
-
-
 def same_answer(first, then) -> None:
     assert (first.status, first.headers, first.body) == (then.status, then.headers, then.body)
 
@@ -138,7 +66,7 @@ PAGES = [
 
 @pytest.mark.parametrize("path", PAGES)
 def test_a_cached_page_answered_before_django_is_djangos_answer_byte_for_byte(blog, fast, django_only, path):
-    first = answered_fast(fast, path)
+    first = web_process.answered_fast(fast, path)
     then = django_only.get(path)
     assert first.status == 200
     same_answer(first, then)
@@ -148,14 +76,14 @@ def test_an_older_page_is_answered_before_django_byte_for_byte(blog, fast, djang
     index = django_only.get("/blog/fast-blog/").body.decode()
     older = index.split("?before=", 1)[1].split('"', 1)[0]
     path = f"/blog/fast-blog/?before={older}"
-    first = answered_fast(fast, path)
+    first = web_process.answered_fast(fast, path)
     assert b"Post 0" in first.body
     same_answer(first, django_only.get(path))
 
 
 @pytest.mark.parametrize("path", ["/", "/post-11/", "/very-first/", "/tags/notes/", "/feed.xml"])
 def test_a_blog_on_its_own_domain_is_answered_before_django_byte_for_byte(blog, fast, django_only, path):
-    first = answered_fast(fast, path, host=DOMAIN)
+    first = web_process.answered_fast(fast, path, host=DOMAIN)
     assert first.status == 200
     same_answer(first, django_only.get(path, host=DOMAIN))
     # Another spelling of the host is another request: Django answers it first.
@@ -175,7 +103,7 @@ def test_a_page_request_made_once_costs_no_recording_and_the_same_request_again_
 
 
 def test_the_page_cache_headers_of_a_fast_answer_are_the_pages(blog, fast):
-    headers = dict(answered_fast(fast, "/blog/fast-blog/").headers)
+    headers = dict(web_process.answered_fast(fast, "/blog/fast-blog/").headers)
     assert headers[b"cache-control"] == b"public, max-age=0, must-revalidate"
     assert headers[b"content-security-policy"].startswith(b"default-src 'none'")
     assert headers[b"referrer-policy"] == b"strict-origin-when-cross-origin"
@@ -185,7 +113,7 @@ def test_the_page_cache_headers_of_a_fast_answer_are_the_pages(blog, fast):
 
 
 def test_each_request_gets_its_own_request_id_on_the_fast_path(blog, fast):
-    answered_fast(fast, "/blog/fast-blog/")
+    web_process.answered_fast(fast, "/blog/fast-blog/")
     sent = "0123456789abcdef0123456789abcdef"
     answer = fast.get("/blog/fast-blog/", x_request_id=sent)
     # The request id is no part of the answer's key: the same answer, with the request's own id.
@@ -217,18 +145,18 @@ def describe_the_blog(blog):
 @pytest.mark.parametrize("change", [publish_the_draft, edit_the_newest, unpublish_the_newest, describe_the_blog])
 @pytest.mark.parametrize("host, path", [("testserver", "/blog/fast-blog/"), (DOMAIN, "/")])
 def test_a_change_of_what_the_blog_shows_sends_the_next_request_to_django(blog, fast, django_only, change, host, path):
-    answered_fast(fast, path, host=host)
+    web_process.answered_fast(fast, path, host=host)
     shown = change(blog)
     answer = fast.get(path, host=host)
     assert not answer.fast
     assert shown in answer.body.decode()
     # And the page under the new version is answered fast again, as Django answers it.
-    same_answer(answered_fast(fast, path, host=host), django_only.get(path, host=host))
+    same_answer(web_process.answered_fast(fast, path, host=host), django_only.get(path, host=host))
 
 
 def test_an_unpublished_posts_page_is_djangos_404_at_the_next_request(blog, fast):
     path = f"/blog/fast-blog/{blog.post.slug}/"
-    answered_fast(fast, path)
+    web_process.answered_fast(fast, path)
     post_set_status(post_id=blog.post.pk, status="draft")
     answer = fast.get(path)
     assert (answer.status, answer.fast) == (404, False)
@@ -241,19 +169,19 @@ def stored_pages() -> list[bytes]:
 
 def test_a_page_gone_from_the_page_cache_is_djangos_to_render_again(blog, fast, django_only):
     path = "/blog/fast-blog/"
-    first = answered_fast(fast, path)
+    first = web_process.answered_fast(fast, path)
     coherence.shared.client().delete(*stored_pages())
     answer = fast.get(path)
     assert (answer.status, answer.fast) == (200, False)
     assert answer.body == first.body
-    same_answer(answered_fast(fast, path), django_only.get(path))
+    same_answer(web_process.answered_fast(fast, path), django_only.get(path))
 
 
 def test_a_page_stored_again_with_other_headers_is_djangos_to_answer(blog, fast, django_only):
     # Rendered again under the same version (its entry expired, or was evicted) a second later:
     # the same body, another Last-Modified. The answer recorded with the old one is not given.
     path = "/blog/fast-blog/"
-    first = answered_fast(fast, path)
+    first = web_process.answered_fast(fast, path)
     (key,) = stored_pages()
     old, other = dict(first.headers)[b"last-modified"], b"Sun, 01 Nov 2026 00:00:00 GMT"
     redis = coherence.shared.client()
@@ -266,7 +194,7 @@ def test_a_page_stored_again_with_other_headers_is_djangos_to_answer(blog, fast,
 
 def test_a_readers_conditional_request_that_matches_gets_djangos_304(blog, fast, django_only):
     path = "/blog/fast-blog/"
-    etag = dict(answered_fast(fast, path).headers)[b"etag"].decode()
+    etag = dict(web_process.answered_fast(fast, path).headers)[b"etag"].decode()
     for _ in range(3):
         answer = fast.get(path, if_none_match=etag)
         assert (answer.status, answer.fast, answer.body) == (304, False, b"")
@@ -282,7 +210,7 @@ def test_a_readers_conditional_request_that_matches_gets_djangos_304(blog, fast,
 )
 def test_a_request_with_a_session_or_a_credential_is_always_djangos(blog, fast, django_only, headers):
     path = "/blog/fast-blog/"
-    answered_fast(fast, path)
+    web_process.answered_fast(fast, path)
     for _ in range(3):
         answer = fast.get(path, **headers)
         assert (answer.status, answer.fast) == (200, False)
@@ -293,7 +221,7 @@ def test_a_request_with_a_session_or_a_credential_is_always_djangos(blog, fast, 
 
 def test_a_head_request_is_djangos(blog, fast, django_only):
     path = "/blog/fast-blog/"
-    answered_fast(fast, path)
+    web_process.answered_fast(fast, path)
     for _ in range(3):
         answer = fast.get(path, method="HEAD")
         assert (answer.status, answer.fast) == (200, False)
@@ -309,12 +237,12 @@ def test_a_draft_and_its_preview_are_never_answered_before_django(blog, fast):
 
 def test_with_the_page_cache_off_nothing_is_recorded(blog, loop, settings):
     settings.API_CACHE_SECONDS = 0
-    assert Web(loop, fast=True).server.fast is None
+    assert web_process.Web(loop, fast=True, request_id=REQUEST_ID).server.fast is None
 
 
 def test_both_paths_write_the_same_log_line_for_a_page(blog, fast, django_only, caplog):
     path = "/blog/fast-blog/"
-    answered_fast(fast, path)
+    web_process.answered_fast(fast, path)
     with caplog.at_level(logging.INFO, logger="cps.request"):
         caplog.clear()
         assert fast.get(path).fast

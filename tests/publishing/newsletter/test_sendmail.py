@@ -49,6 +49,16 @@ def test_a_prepared_message_arrives_byte_for_byte_as_smtplibs_sendmail_delivers_
     assert ".hidden line\r\n..two periods\r\n.\r\n" in ours.message.get_body(("plain",)).get_content()
 
 
+def both_raise(error: type[Exception], smtp, prepared) -> tuple:
+    """What our exchange and smtplib's `sendmail()` raise, in turn on one connection, for READER."""
+    with pytest.raises(error) as ours:
+        sendmail(smtp, prepared.serialize(READER, stuffed=True))
+    plain = prepared.serialize(READER)
+    with pytest.raises(error) as smtplibs:
+        smtp.sendmail(plain.from_address, [plain.to_address], plain.data)
+    return ours, smtplibs
+
+
 @pytest.mark.parametrize(("refusal", "verdict"), [(550, "bounce"), (451, "retry")], ids=["for good", "for now"])
 def test_a_refused_recipient_raises_what_smtplib_raises_and_the_connection_goes_on(
     smtp_server, prepared, refusal, verdict
@@ -56,11 +66,7 @@ def test_a_refused_recipient_raises_what_smtplib_raises_and_the_connection_goes_
     smtp_server.refuse(READER.email, refusal)
 
     with smtplib.SMTP(smtp_server.host, smtp_server.port) as smtp:
-        with pytest.raises(smtplib.SMTPRecipientsRefused) as ours:
-            sendmail(smtp, prepared.serialize(READER, stuffed=True))
-        plain = prepared.serialize(READER)
-        with pytest.raises(smtplib.SMTPRecipientsRefused) as smtplibs:
-            smtp.sendmail(plain.from_address, [plain.to_address], plain.data)
+        ours, smtplibs = both_raise(smtplib.SMTPRecipientsRefused, smtp, prepared)
         other = message.Recipient(email="grace@example.com", name="", token="tok-2")
         sendmail(smtp, prepared.serialize(other, stuffed=True))
 
@@ -73,11 +79,7 @@ def test_a_refused_message_raises_what_smtplib_raises(smtp_server, prepared):
     smtp_server.refuse_message("554 5.7.1 Message refused")
 
     with smtplib.SMTP(smtp_server.host, smtp_server.port) as smtp:
-        with pytest.raises(smtplib.SMTPDataError) as ours:
-            sendmail(smtp, prepared.serialize(READER, stuffed=True))
-        plain = prepared.serialize(READER)
-        with pytest.raises(smtplib.SMTPDataError) as smtplibs:
-            smtp.sendmail(plain.from_address, [plain.to_address], plain.data)
+        ours, smtplibs = both_raise(smtplib.SMTPDataError, smtp, prepared)
 
     assert (ours.value.smtp_code, ours.value.smtp_error) == (smtplibs.value.smtp_code, smtplibs.value.smtp_error)
     assert verdict_of(ours.value).kind == "failed"
