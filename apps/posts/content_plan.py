@@ -23,7 +23,7 @@ from apps.posts.lookups import AnyOf
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.serializers import posts_webhook_data
 from apps.publishing.models import JobAction, PublicationJob
-from apps.publishing.services import JobInput, jobs_enqueue
+from apps.publishing.services import JobInput, jobs_enqueue_many
 from apps.webhooks.models import EventInput
 from apps.webhooks.services import events_emit
 
@@ -122,10 +122,10 @@ def _move_batch(
     if external or direct:
         _emit({PostEvent.PUBLISHING_PENDING: external, PostEvent.PUBLISHED: direct}, channels)
     # A post whose publication already waits in a queued job (its "Publish now", waiting for a
-    # retry) gets no second one (jobs_enqueue), and is not counted as handed over.
-    handed = []
+    # retry) gets no second one (jobs_enqueue_many), and is not counted as handed over.
+    handed = 0
     if destined:
-        handed = jobs_enqueue(
+        handed = jobs_enqueue_many(
             items=[
                 JobInput(
                     channel_id=channel_id,
@@ -137,7 +137,7 @@ def _move_batch(
                 for post_id, _, scheduled_at, channel_id, title in destined
             ]
         )
-    return len(external), len(direct), len(handed), scanned, position
+    return len(external), len(direct), handed, scanned, position
 
 
 @contextmanager

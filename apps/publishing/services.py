@@ -11,7 +11,7 @@ the push was sent) is simply run again: it finds its work done and confirms it.
 import logging
 import operator
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial, reduce
@@ -88,6 +88,65 @@ def jobs_enqueue(*, items: Iterable[JobInput]) -> list[PublicationJob]:
     if channel_ids:
         transaction.on_commit(partial(enqueue_channels, channel_ids))
     return jobs
+
+
+# From this many jobs on, PostgreSQL writes them with one statement from arrays (jobs_enqueue_many).
+MANY_MIN_JOBS = 100
+
+# jobs_enqueue's rules in one statement: the given jobs (in their order, a post's first job of
+# each action), the scheduled time of a post's queued job of the same action moved instead of a
+# second job, and the others written queued. The statement's snapshot sees the queued jobs as they
+# were before it, so the UPDATE and the NOT EXISTS agree on which posts have one.
+_MANY_SQL = """
+WITH given AS (
+    SELECT DISTINCT ON (post_id, action) *
+    FROM unnest(%(channels)s::bigint[], %(posts)s::bigint[], %(titles)s::text[], %(actions)s::text[],
+                %(scheduled)s::timestamptz[])
+         WITH ORDINALITY AS g (channel_id, post_id, title, action, scheduled_for, n)
+    ORDER BY post_id, action, n
+), moved AS (
+    UPDATE {jobs} j SET scheduled_for = g.scheduled_for
+    FROM given g
+    WHERE j.post_id = g.post_id AND j.action = g.action AND j.state = %(queued)s AND g.scheduled_for IS NOT NULL
+)
+INSERT INTO {jobs} (channel_id, post_id, title, action, state, scheduled_for, attempts, next_attempt_at,
+                    locked_until, locked_by, last_error, reference, path, url, published_at, created_at, updated_at,
+                    finished_at)
+SELECT g.channel_id, g.post_id, g.title, g.action, %(queued)s, g.scheduled_for, 0, %(now)s, NULL, '', '', '', '',
+       '', NULL, %(now)s, %(now)s, NULL
+FROM given g
+WHERE NOT EXISTS (SELECT FROM {jobs} j WHERE j.post_id = g.post_id AND j.action = g.action AND j.state = %(queued)s)
+ORDER BY g.n
+RETURNING channel_id
+"""
+
+
+def jobs_enqueue_many(*, items: Sequence[JobInput]) -> int:
+    """jobs_enqueue for a batch of many posts (the content plan's): the same jobs, written on
+    PostgreSQL in one statement from arrays, without a model instance each; returns how many jobs
+    were written. A model instance built and its values prepared for each job took more than a
+    quarter of a content plan run."""
+    connection = transaction.get_connection()
+    if connection.vendor != "postgresql" or len(items) < MANY_MIN_JOBS:
+        return len(jobs_enqueue(items=items))
+    if not connection.in_atomic_block:
+        raise RuntimeError("jobs_enqueue must run inside the transaction of the change that calls for it")
+    params = {
+        "channels": [item.channel_id for item in items],
+        "posts": [item.post_id for item in items],
+        "titles": [item.title[:300] for item in items],
+        "actions": [str(item.action) for item in items],
+        "scheduled": [item.scheduled_for for item in items],
+        "queued": str(JobState.QUEUED),
+        "now": timezone.now(),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_MANY_SQL.format(jobs=connection.ops.quote_name(PublicationJob._meta.db_table)), params)
+        written = cursor.fetchall()
+    channel_ids = sorted({channel_id for (channel_id,) in written})
+    if channel_ids:
+        transaction.on_commit(partial(enqueue_channels, channel_ids))
+    return len(written)
 
 
 def job_enqueue(*, channel_id: int, post_id: int, title: str, action: str) -> PublicationJob | None:
