@@ -25,7 +25,7 @@ from apps.posts.serializers import posts_webhook_data
 from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.services import JobInput, jobs_enqueue_many
 from apps.webhooks.models import EventInput
-from apps.webhooks.services import events_emit
+from apps.webhooks.services import events_emit_many
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _emit(kinds: dict[str, list[int]], channels: dict) -> None:
                 EventInput(account=payloads[pk][0].account, data={"post": payloads[pk][1]}, post_id=pk)
                 for pk in sorted(post_ids)
             ]
-            events_emit(kind=kind, items=items)
+            events_emit_many(kind=kind, items=items)
 
 
 # Where a batch ends in the order of the scan: (scheduled_at, id).

@@ -132,8 +132,9 @@ def jobs_enqueue_many(*, items: Sequence[JobInput]) -> int:
     if not connection.in_atomic_block:
         raise RuntimeError("jobs_enqueue must run inside the transaction of the change that calls for it")
     params = {
-        "channels": [item.channel_id for item in items],
-        "posts": [item.post_id for item in items],
+        # Ids in the text form of an array: psycopg adapts a list of ints one by one in Python.
+        "channels": "{" + ",".join(str(int(item.channel_id)) for item in items) + "}",
+        "posts": "{" + ",".join(str(int(item.post_id)) for item in items) + "}",
         "titles": [item.title[:300] for item in items],
         "actions": [str(item.action) for item in items],
         "scheduled": [item.scheduled_for for item in items],

@@ -9,7 +9,8 @@ the broker itself is services.enqueue: only the services reach the tasks (no imp
 """
 
 import logging
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from django.db import transaction
@@ -155,6 +156,65 @@ def events_write(
     ]
     insert_rows(Delivery, deliveries)
     return events, [str(d.id) for d in deliveries if d.enqueued_at is not None]
+
+
+def events_write_many(*, kind: str, items: Sequence[EventInput]) -> list[str]:
+    """events_write for many events at once (the content plan's batches), without a model instance
+    for each event and delivery: on PostgreSQL their rows go to COPY as tuples. Returns the ids
+    of the deliveries to hand to the broker after commit. Building and reading back an Event and a
+    Delivery instance per post took a fifth of a content plan run's CPU."""
+    connection = transaction.get_connection()
+    if connection.vendor != "postgresql" or len(items) < COPY_MIN_ROWS:
+        return events_write(kind=kind, items=items)[1]
+    if not connection.in_atomic_block:
+        raise RuntimeError("events_emit must run inside the transaction of the change it reports")
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [Event._meta.db_table, Event._meta.pk.column, len(items)],
+        )
+        event_ids = [pk for (pk,) in cursor.fetchall()]
+    events = [
+        (pk, item.account.pk, kind, delivery_body(kind, item.account, item.data, now), item.post_id, now)
+        for pk, item in zip(event_ids, items, strict=True)
+    ]
+    _copy(Event, ("id", "account", "kind", "body", "post_id", "created_at"), events, now)
+    targets_of = _targets(kind, None)
+    deliveries, handed = [], []
+    for event_id, account_id, *_ in events:
+        for target in targets_of(account_id):
+            delivery_id = uuid.uuid4()
+            held = target.holds_deliveries(now)
+            deliveries.append((delivery_id, event_id, target.pk, now, None if held else now, now))
+            if not held:
+                handed.append(str(delivery_id))
+    _copy(Delivery, ("id", "event", "endpoint", "next_attempt_at", "enqueued_at", "created_at"), deliveries, now)
+    return handed
+
+
+def _copy(model: type, given: tuple[str, ...], rows: list[tuple], now: datetime) -> None:
+    """COPY `rows` (values of the fields named `given`, in that order) into the model's table, every
+    other field at its default, the same for every row (`now` for a time's default): a field whose
+    default differs row by row must be given."""
+    if not rows:
+        return
+    connection = transaction.get_connection()
+    fields = [field for field in model._meta.concrete_fields if field.name not in given]
+    constants = []
+    for field in fields:
+        if getattr(field, "auto_now", False) or field.default is timezone.now:
+            constants.append(now)
+        elif field.has_default() and callable(field.default):
+            raise TypeError(f"{model.__name__}.{field.name}: a default that differs row by row must be given")
+        else:
+            constants.append(field.get_default())
+    names = [model._meta.get_field(name).column for name in given] + [field.column for field in fields]
+    columns = ", ".join(connection.ops.quote_name(name) for name in names)
+    constants, table = tuple(constants), connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row + constants)
 
 
 def _targets(kind: str, endpoint: WebhookEndpoint | None) -> Callable[[int], list[WebhookEndpoint]]:

@@ -8,7 +8,7 @@ cycle): the parts are handed `enqueue` where they pass deliveries on to the brok
 """
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from django.conf import settings
@@ -50,6 +50,15 @@ def events_emit(*, kind: str, items: Iterable[EventInput], endpoint: WebhookEndp
     if ids:
         transaction.on_commit(lambda: enqueue(ids))
     return events
+
+
+def events_emit_many(*, kind: str, items: Sequence[EventInput]) -> int:
+    """events_emit for many events at once (the content plan's batches): the same rows, written
+    without a model instance each (outbox.events_write_many); returns how many events."""
+    ids = outbox.events_write_many(kind=kind, items=items)
+    if ids:
+        transaction.on_commit(lambda: enqueue(ids))
+    return len(items)
 
 
 def event_emit(*, account: Account, kind: str, data: dict, post_id: int | None = None) -> Event:
