@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from apps.posts.lookups import AnyOf
 from apps.stories.events import StoryEvent
 from apps.stories.models import Story, StoryPost, StoryState
 from apps.stories.selectors import with_destinations
@@ -24,7 +25,8 @@ EVENTS = {StoryState.PUBLISHED: StoryEvent.PUBLISHED, StoryState.PARTIALLY_PUBLI
 def stories_refresh(*, post_ids: Sequence[int]) -> None:
     """Posts' publications moved on: announce the stories they belong to that are now published,
     or partially published."""
-    story_ids = set(StoryPost.objects.filter(post_id__in=list(post_ids)).values_list("story_id", flat=True))
+    # A content plan batch moves a thousand posts: their ids as one array (AnyOf), not a parameter each.
+    story_ids = set(StoryPost.objects.filter(AnyOf("post_id", post_ids)).values_list("story_id", flat=True))
     story_ids -= _writing.get()
     if story_ids:
         announce(sorted(story_ids))
