@@ -181,13 +181,16 @@ def events_write_many(*, kind: str, items: Sequence[EventInput]) -> list[str]:
     ]
     _copy(Event, ("id", "account", "kind", "body", "post_id", "created_at"), events, now)
     targets_of = _targets(kind, None)
+    # Each endpoint's breaker is read once for the batch: (endpoint, when its deliveries are handed over).
+    held: dict[int, list[tuple[int, datetime | None]]] = {}
     deliveries, handed = [], []
     for event_id, account_id, *_ in events:
-        for target in targets_of(account_id):
+        if account_id not in held:
+            held[account_id] = [(t.pk, None if t.holds_deliveries(now) else now) for t in targets_of(account_id)]
+        for endpoint_id, enqueued_at in held[account_id]:
             delivery_id = uuid.uuid4()
-            held = target.holds_deliveries(now)
-            deliveries.append((delivery_id, event_id, target.pk, now, None if held else now, now))
-            if not held:
+            deliveries.append((delivery_id, event_id, endpoint_id, now, enqueued_at, now))
+            if enqueued_at is not None:
                 handed.append(str(delivery_id))
     _copy(Delivery, ("id", "event", "endpoint", "next_attempt_at", "enqueued_at", "created_at"), deliveries, now)
     return handed
