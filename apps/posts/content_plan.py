@@ -29,7 +29,10 @@ from apps.webhooks.services import events_emit_many
 
 logger = logging.getLogger(__name__)
 
-BATCH_SIZE = 1000
+# A batch's fixed costs (its dozen statements compiled and planned, its commit, its broker
+# messages) were a tenth of a run at 1,000 posts; at 2,000 a batch still holds its posts' locks for
+# a fraction of a second, and a crash loses (to the next run) no more than that.
+BATCH_SIZE = 2000
 
 
 @dataclass
