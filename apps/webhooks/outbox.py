@@ -58,7 +58,7 @@ def insert_rows(model: type, objs: list) -> list:
         return model.objects.bulk_create(objs)
     if len(objs) < COPY_MIN_ROWS:
         return _insert_values(connection, model, objs)
-    return _copy(connection, model, objs)
+    return _copy_objects(connection, model, objs)
 
 
 def _insert_values(connection, model: type, objs: list) -> list:
@@ -79,37 +79,48 @@ def _insert_values(connection, model: type, objs: list) -> list:
     return _saved(connection, objs)
 
 
-def _copy(connection, model: type, objs: list) -> list:
+def _copy_objects(connection, model: type, objs: list) -> list:
     meta = model._meta
     fields = meta.concrete_fields
-    table = connection.ops.quote_name(meta.db_table)
-    with connection.cursor() as cursor:
-        if getattr(meta.pk, "db_returning", False):  # the database numbers the rows: take the numbers first
-            cursor.execute(
-                "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-                [meta.db_table, meta.pk.column, len(objs)],
-            )
-            for obj, (pk,) in zip(objs, cursor.fetchall(), strict=True):
-                obj.pk = pk
-        # Django's preparation where a field sets its own value (auto_now) or psycopg cannot take
-        # the Python value as it is (JSON); the rest as they are.
-        prepared = [
-            (
-                field.attname,
-                field if field.get_internal_type() not in _COPIED_AS_IS or getattr(field, "auto_now", False) else None,
-            )
-            for field in fields
+    if getattr(meta.pk, "db_returning", False):  # the database numbers the rows: take the numbers first
+        for obj, pk in zip(objs, _next_ids(connection, model, len(objs)), strict=True):
+            obj.pk = pk
+    # Django's preparation where a field sets its own value (auto_now) or psycopg cannot take
+    # the Python value as it is (JSON); the rest as they are.
+    prepared = [
+        (
+            field.attname,
+            field if field.get_internal_type() not in _COPIED_AS_IS or getattr(field, "auto_now", False) else None,
+        )
+        for field in fields
+    ]
+    rows = (
+        [
+            field.get_db_prep_save(field.pre_save(obj, True), connection) if field else getattr(obj, name)
+            for name, field in prepared
         ]
-        columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-        with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            for obj in objs:
-                copy.write_row(
-                    [
-                        field.get_db_prep_save(field.pre_save(obj, True), connection) if field else getattr(obj, name)
-                        for name, field in prepared
-                    ]
-                )
+        for obj in objs
+    )
+    _copy_into(connection, model, [field.column for field in fields], rows)
     return _saved(connection, objs)
+
+
+def _next_ids(connection, model: type, n: int) -> list[int]:
+    """n numbers of the model's sequence, taken before its rows are written (COPY returns nothing)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [model._meta.db_table, model._meta.pk.column, n],
+        )
+        return [pk for (pk,) in cursor.fetchall()]
+
+
+def _copy_into(connection, model: type, columns: list[str], rows: Iterable) -> None:
+    table = connection.ops.quote_name(model._meta.db_table)
+    names = ", ".join(connection.ops.quote_name(column) for column in columns)
+    with connection.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def _saved(connection, objs: list) -> list:
@@ -169,17 +180,12 @@ def events_write_many(*, kind: str, items: Sequence[EventInput]) -> list[str]:
     if not connection.in_atomic_block:
         raise RuntimeError("events_emit must run inside the transaction of the change it reports")
     now = timezone.now()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-            [Event._meta.db_table, Event._meta.pk.column, len(items)],
-        )
-        event_ids = [pk for (pk,) in cursor.fetchall()]
+    event_ids = _next_ids(connection, Event, len(items))
     events = [
         (pk, item.account.pk, kind, delivery_body(kind, item.account, item.data, now), item.post_id, now)
         for pk, item in zip(event_ids, items, strict=True)
     ]
-    _copy(Event, ("id", "account", "kind", "body", "post_id", "created_at"), events, now)
+    _copy_rows(Event, ("id", "account", "kind", "body", "post_id", "created_at"), events, now)
     targets_of = _targets(kind, None)
     # Each endpoint's breaker is read once for the batch: (endpoint, when its deliveries are handed over).
     held: dict[int, list[tuple[int, datetime | None]]] = {}
@@ -192,11 +198,11 @@ def events_write_many(*, kind: str, items: Sequence[EventInput]) -> list[str]:
             deliveries.append((delivery_id, event_id, endpoint_id, now, enqueued_at, now))
             if enqueued_at is not None:
                 handed.append(str(delivery_id))
-    _copy(Delivery, ("id", "event", "endpoint", "next_attempt_at", "enqueued_at", "created_at"), deliveries, now)
+    _copy_rows(Delivery, ("id", "event", "endpoint", "next_attempt_at", "enqueued_at", "created_at"), deliveries, now)
     return handed
 
 
-def _copy(model: type, given: tuple[str, ...], rows: list[tuple], now: datetime) -> None:
+def _copy_rows(model: type, given: tuple[str, ...], rows: list[tuple], now: datetime) -> None:
     """COPY `rows` (values of the fields named `given`, in that order) into the model's table, every
     other field at its default, the same for every row (`now` for a time's default): a field whose
     default differs row by row must be given."""
@@ -212,12 +218,9 @@ def _copy(model: type, given: tuple[str, ...], rows: list[tuple], now: datetime)
             raise TypeError(f"{model.__name__}.{field.name}: a default that differs row by row must be given")
         else:
             constants.append(field.get_default())
-    names = [model._meta.get_field(name).column for name in given] + [field.column for field in fields]
-    columns = ", ".join(connection.ops.quote_name(name) for name in names)
-    constants, table = tuple(constants), connection.ops.quote_name(model._meta.db_table)
-    with connection.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row + constants)
+    columns = [model._meta.get_field(name).column for name in given] + [field.column for field in fields]
+    constants = tuple(constants)
+    _copy_into(connection, model, columns, (row + constants for row in rows))
 
 
 def _targets(kind: str, endpoint: WebhookEndpoint | None) -> Callable[[int], list[WebhookEndpoint]]:
