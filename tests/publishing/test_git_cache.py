@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from apps.posts.editor_status import post_publish_now
 from apps.posts.services import post_create
-from apps.publishing.git import repository
+from apps.publishing.git import cache
 from apps.publishing.models import PublicationJob
 from apps.publishing.services import channel_run
 from tests.conftest import wait_until
@@ -30,8 +30,8 @@ import os, sys, tempfile
 import django
 django.setup()
 from dulwich.file import GitFile
-from apps.publishing.git import repository
-with repository.cached_copy(sys.argv[1]) as repo:
+from apps.publishing.git import cache
+with cache.cached_copy(sys.argv[1]) as repo:
     ref = GitFile(os.path.join(repo.path, "refs", "heads", "main"), "wb")
     os.makedirs(os.path.join(repo.path, "objects", "ab"), exist_ok=True)
     loose = GitFile(os.path.join(repo.path, "objects", "ab", "cdef" * 9 + "0123"), "wb")
@@ -81,7 +81,7 @@ def test_a_copy_is_waited_for_while_its_holder_lives_and_what_a_killed_holder_le
     entered = threading.Event()
 
     def use_the_copy():
-        with repository.cached_copy(url):
+        with cache.cached_copy(url):
             entered.set()
 
     waiting = threading.Thread(target=use_the_copy)

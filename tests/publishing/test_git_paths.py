@@ -12,7 +12,7 @@ from apps.core.destinations import PublishError
 from apps.core.errors import InvalidInput
 from apps.posts.editor_status import post_publish_now
 from apps.posts.services import post_create
-from apps.publishing.git import paths, repository
+from apps.publishing.git import cache, paths, repository
 from apps.publishing.git.models import GitDestination
 from apps.publishing.git.remote import Credentials, parse_remote
 from apps.publishing.git.services import GitSettings, git_settings_check
@@ -147,7 +147,7 @@ def test_no_commit_is_made_with_a_path_git_refuses(bare_repo, path):
     remote = parse_remote(str(bare_repo))
 
     with (
-        repository.cached_copy(remote.url) as repo,
+        cache.cached_copy(remote.url) as repo,
         repository.connect(remote, Credentials(), timeout=10) as (
             client,
             where,

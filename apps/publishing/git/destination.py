@@ -15,7 +15,7 @@ from django.conf import settings
 
 from apps.core import crypto
 from apps.core.destinations import EVERY_ACTION, DestinationKind, Document, JobContext, Outcome, PublishError
-from apps.publishing.git import media, paths, repository
+from apps.publishing.git import cache, media, paths, repository
 from apps.publishing.git.failures import describe_failure, did_not_answer
 from apps.publishing.git.models import PLATFORM, GitDestination
 from apps.publishing.git.remote import Credentials, parse_remote
@@ -145,7 +145,7 @@ class GitPublisher:
         again from a fresh fetch when the branch moved meanwhile."""
         branch = self.setup.branch
         try:
-            with repository.cached_copy(self.remote.url) as repo:
+            with cache.cached_copy(self.remote.url) as repo:
                 while True:
                     with self._connect(job) as (client, path):
                         head = repository.fetch_head(client, path, repo, branch)
@@ -244,7 +244,7 @@ class GitPublisher:
         deadline = time.monotonic() + settings.PUBLISH_TIMEOUT
         context = JobContext(job_id=0, post_id=0, action="check", title="", previous_path="", deadline=deadline)
         try:
-            with repository.cached_copy(self.remote.url) as repo, self._connect(context) as (client, path):
+            with cache.cached_copy(self.remote.url) as repo, self._connect(context) as (client, path):
                 head = repository.fetch_head(client, path, repo, self.setup.branch)
                 if head.commit is None:
                     return (

@@ -22,11 +22,7 @@ The edition's freezing, counters and recovery are in editions.py; what each mail
 mail_errors.py.
 """
 
-import contextlib
-import functools
 import logging
-import re
-import smtplib
 import time
 from datetime import timedelta
 from email.utils import parseaddr
@@ -63,6 +59,7 @@ from apps.publishing.newsletter.models import (
     email_hash,
 )
 from apps.publishing.newsletter.services import newsletter_of, suppress, suppressions_of
+from apps.publishing.newsletter.smtp_transaction import PLAIN_ADDRESS, sendmail
 
 logger = logging.getLogger(__name__)
 
@@ -97,54 +94,6 @@ def _close(connection, *, hard: bool = False) -> None:
         connection.close()
     except Exception as exc:  # a server that does not answer QUIT: its messages are settled already
         logger.info("newsletter: closing the mail connection failed: %s", exc)
-
-
-# An address smtplib's quoteaddr() would give back as it is, in angle brackets: a dot-atom local
-# part and a domain of letters, digits, dots and hyphens (ASCII), the form nearly all addresses have.
-_PLAIN_ADDRESS = re.compile(
-    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*"
-)
-
-
-# The sender's address in its angle brackets, as smtplib writes it, worked out once per sender (it
-# carries the newsletter's name: "Field Notes <news@example.com>").
-_quoted = functools.lru_cache(maxsize=16)(smtplib.quoteaddr)
-
-
-def sendmail(smtp: smtplib.SMTP, prepared: message.Serialized) -> None:
-    """smtplib's SMTP.sendmail() for one recipient of a prepared message whose bytes are dot-stuffed
-    already and whose recipient's address is plain (_PLAIN_ADDRESS): the same commands, replies and
-    errors, without parsing both addresses again (about 12 us a message) and searching the 7 kB for lines to
-    stuff (about 25 us), which sendmail() does to every message. (Its SIZE counts the stuffed bytes:
-    at most a few more than the message's, as a declared size may be.)"""
-    smtp.ehlo_or_helo_if_needed()
-    size = f" size={len(prepared.data)}" if smtp.does_esmtp and smtp.has_extn("size") else ""
-    code, reply = smtp.docmd("mail", f"FROM:{_quoted(prepared.from_address)}{size}")
-    if code != 250:
-        _abandon(smtp, code)
-        raise smtplib.SMTPSenderRefused(code, reply, prepared.from_address)
-    code, reply = smtp.docmd("rcpt", f"TO:<{prepared.to_address}>")
-    if code not in (250, 251):
-        _abandon(smtp, code)
-        raise smtplib.SMTPRecipientsRefused({prepared.to_address: (code, reply)})
-    code, reply = smtp.docmd("data")
-    if code != 354:
-        raise smtplib.SMTPDataError(code, reply)
-    smtp.send(prepared.data + (b".\r\n" if prepared.data.endswith(b"\r\n") else b"\r\n.\r\n"))
-    code, reply = smtp.getreply()
-    if code != 250:
-        _abandon(smtp, code)
-        raise smtplib.SMTPDataError(code, reply)
-
-
-def _abandon(smtp: smtplib.SMTP, code: int) -> None:
-    """What sendmail() does to a refused transaction: a 421 closes the connection, any other reply
-    is followed by RSET (a server that went away meanwhile is left as it is)."""
-    if code == 421:
-        smtp.close()
-        return
-    with contextlib.suppress(smtplib.SMTPServerDisconnected):
-        smtp.rset()
 
 
 class Pace:
@@ -312,7 +261,7 @@ class Sender:
         # the MIME tree per message; its smtplib connection (the backend's `connection` attribute,
         # open for the batch) takes the prepared bytes as it would take the backend's.
         stuffed = self.messages.serialize(recipient, stuffed=True)
-        if stuffed is not None and _PLAIN_ADDRESS.fullmatch(stuffed.to_address):
+        if stuffed is not None and PLAIN_ADDRESS.fullmatch(stuffed.to_address):
             sendmail(connection.connection, stuffed)
             return stuffed.message_id
         serialized = self.messages.serialize(recipient)

@@ -1,4 +1,4 @@
-"""The sender's own SMTP transaction (sending.sendmail) for a prepared message, dot-stuffed once per
+"""The sender's own SMTP transaction (smtp_transaction.sendmail) for a prepared message, dot-stuffed once per
 edition: a real SMTP server (smtp_server.py) receives what smtplib's sendmail() delivers of the same
 message, and refusals raise the errors smtplib raises, which mail_errors interprets."""
 
@@ -9,8 +9,8 @@ import pytest
 
 from apps.publishing.newsletter import message
 from apps.publishing.newsletter.mail_errors import verdict_of
-from apps.publishing.newsletter.sending import sendmail
 from apps.publishing.newsletter.services import newsletter_of
+from apps.publishing.newsletter.smtp_transaction import sendmail
 from tests.factories import NewsletterChannelFactory
 
 pytestmark = pytest.mark.django_db
