@@ -31,6 +31,9 @@ from bench.common import (
 WEBHOOK_EVENTS = 10_000
 WEBHOOK_BATCH = 500
 DELIVERY_TIMEOUT = 300  # seconds the deliveries are waited for
+# Issue 58's target: the worker's two processes and sixteen threads at least 1.5x the floor's one
+# process (it was 0.5x before).
+RATIO_TARGET = 1.5
 
 
 def bench_webhooks(events: int = WEBHOOK_EVENTS) -> dict:
@@ -215,7 +218,7 @@ def webhooks_section(hooks: dict) -> list[str]:
         f"{hooks['rate']:.0f} | {verdict(hooks['rate'] >= 300)} (≥300/s) |",
         f"| floor | {hooks['floor_receiver']['unique_deliveries']:,} | {hooks['floor_seconds']:.1f} | "
         f"{hooks['floor_rate']:.0f} | |",
-        f"| ratio | | | {hooks['ratio']:.2f}x | {verdict(hooks['ratio'] >= 0.5)} (≥0.5x) |",
+        f"| ratio | | | {hooks['ratio']:.2f}x | {verdict(hooks['ratio'] >= RATIO_TARGET)} (≥{RATIO_TARGET}x) |",
         "",
         f"Attempts: {hooks['attempts']:,} for {hooks['events']:,} deliveries; receiver: "
         f"{hooks['receiver']['received']:,} requests, {hooks['receiver']['bad_signatures']} bad signatures.",
