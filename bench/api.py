@@ -110,7 +110,11 @@ def count_queries(seed: dict, endpoints) -> dict:
         if again != body:
             raise RuntimeError(f"{label} answered other bytes on a hit:\n{body[:600]!r}\n{again[:600]!r}")
         if floor_body != body:
-            raise RuntimeError(f"the floor of {label} answers other JSON:\n{body[:600]!r}\n{floor_body[:600]!r}")
+            at = next(i for i, (a, b) in enumerate(zip(body + b" ", floor_body + b"  ", strict=False)) if a != b)
+            where = slice(max(at - 200, 0), at + 200)
+            raise RuntimeError(
+                f"the floor of {label} answers other JSON from byte {at}:\n{body[where]!r}\n{floor_body[where]!r}"
+            )
     return counts
 
 

@@ -192,7 +192,7 @@ def _single_post(api_key: ApiKey, channel_id: int, post_id: int) -> dict | JsonR
     if post is None:
         return _error(404, "not_found", "Post not found.")
     tags = Tag.objects.filter(posts__id=post_id).values("id", "name")
-    media = Media.objects.filter(post_id=post_id).values("id", "kind", "url", "alt_text", "width", "height")
+    media = Media.objects.filter(post_id=post_id).values("id", "medium", "kind", "url", "alt_text", "width", "height")
     return {
         "id": post["id"],
         "title": post["title"],
