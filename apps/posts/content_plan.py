@@ -17,9 +17,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.channels.models import Platform, through_destination
+from apps.core.lookups import AnyOf
 from apps.posts.events import PostEvent
 from apps.posts.lifecycle import posts_hand_over, posts_put
-from apps.posts.lookups import AnyOf
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.serializers import posts_webhook_data
 from apps.publishing.models import JobAction, PublicationJob

@@ -16,9 +16,9 @@ from django.db import models, transaction
 
 from apps.core.errors import NotFound
 from apps.core.keep import KEEP, Keep
+from apps.core.lookups import AnyOf, any_of_sql
 from apps.core.prepared import PreparedLookup
 from apps.core.validation import invalid_from_django
-from apps.posts.lookups import AnyOf, any_of_sql
 from apps.posts.models import POST_STATE_FIELDS, ApiPublication, Post, PublicationStatus
 from apps.posts.outcomes import moved
 from apps.posts.serializers import post_webhook_data

@@ -24,11 +24,11 @@ from apps.channels.selectors import channel_version
 from apps.core import paging
 from apps.core.coherence import Entries, readable
 from apps.core.destinations import Image
+from apps.core.lookups import AnyOf
 from apps.core.paging import Window, skipped
 from apps.core.prepared import PreparedLookup
 from apps.media.selectors import image_of, media_shown_in, shows_media
 from apps.posts import page_anchors
-from apps.posts.lookups import AnyOf
 from apps.posts.models import Media, Post, PostQuerySet, PublicationStatus, Tag, shown_at
 from apps.publishing.models import JobAction
 from apps.publishing.selectors import latest_publications

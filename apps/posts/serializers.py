@@ -17,10 +17,10 @@ from rest_framework import serializers
 from apps.channels.models import Channel
 from apps.channels.serializers import ChannelRefSerializer, ChannelSerializer
 from apps.core.destinations import Document
+from apps.core.lookups import AnyOf
 from apps.core.markdown import markdown_text, summary
 from apps.core.serializers import ResponseSerializer, UtcDateTimeField
 from apps.posts import selectors
-from apps.posts.lookups import AnyOf
 from apps.posts.models import MediaKind, Post, PublicationStatus
 from apps.publishing.models import JobAction, JobState
 from apps.publishing.selectors import publication_row

@@ -165,11 +165,10 @@ class Documents:
 UNREAD = object()  # attempt()'s document is read when it is called
 
 
-def _carry_out(job: PublicationJob, destination: Destination, last: tuple[str, datetime | None], document) -> Outcome:
+def _carry_out(
+    job: PublicationJob, destination: Destination, last: tuple[str, datetime | None], document: Document | None
+) -> Outcome:
     previous_path, _ = last
-    if document is UNREAD:
-        post_id, action, published_at = _wanted(job, last)
-        document = subject().document(post_id=post_id, action=action, published_at=published_at)
     context = JobContext(
         job_id=job.pk,
         post_id=job.post_id,
@@ -203,8 +202,11 @@ class Run:
         for its batch); what came of it, not yet recorded."""
         started = time.monotonic()
         result = Result(job=job)
+        last = last or last_successes([job])[job.pk]
         try:
-            result.outcome = _carry_out(job, self.destination(), last or last_successes([job])[job.pk], document)
+            if document is UNREAD:
+                document = Documents([job], {job.pk: last}).of(0)
+            result.outcome = _carry_out(job, self.destination(), last, document)
         except InProgress as exc:
             result.progress = exc
         except PublishError as exc:

@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.destinations import PublishError
+from apps.core.lookups import bigint_array
 from apps.core.outbox import leased, unleased
 from apps.publishing import runs
 from apps.publishing.models import UNFINISHED, JobState, PublicationJob
@@ -132,9 +133,8 @@ def jobs_enqueue_many(*, items: Sequence[JobInput]) -> int:
     if not connection.in_atomic_block:
         raise RuntimeError("jobs_enqueue must run inside the transaction of the change that calls for it")
     params = {
-        # Ids in the text form of an array: psycopg adapts a list of ints one by one in Python.
-        "channels": "{" + ",".join(str(int(item.channel_id)) for item in items) + "}",
-        "posts": "{" + ",".join(str(int(item.post_id)) for item in items) + "}",
+        "channels": bigint_array(item.channel_id for item in items),
+        "posts": bigint_array(item.post_id for item in items),
         "titles": [item.title[:300] for item in items],
         "actions": [str(item.action) for item in items],
         "scheduled": [item.scheduled_for for item in items],

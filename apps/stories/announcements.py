@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from apps.posts.lookups import AnyOf
+from apps.core.lookups import AnyOf
 from apps.stories.events import StoryEvent
 from apps.stories.models import Story, StoryPost, StoryState
 from apps.stories.selectors import with_destinations

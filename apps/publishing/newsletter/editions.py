@@ -12,6 +12,7 @@ from django.utils import timezone
 from apps.channels.models import Channel
 from apps.core.destinations import Document
 from apps.core.errors import InvalidInput
+from apps.core.lookups import bigint_array
 from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.newsletter import message
 from apps.publishing.newsletter.mail_errors import UNCERTAIN_ERROR
@@ -84,7 +85,7 @@ def _insert_records(edition: Edition, subscriber_ids: list[int]) -> None:
             f"INSERT INTO {Delivery._meta.db_table} "  # noqa: S608
             "(edition_id, subscriber_id, state, batch, attempts, message_id, error) "
             "SELECT %s, id, %s, '', 0, '', '' FROM unnest(%s::bigint[]) AS id",
-            [edition.pk, DeliveryState.PENDING, subscriber_ids],
+            [edition.pk, DeliveryState.PENDING, bigint_array(subscriber_ids)],
         )
 
 

@@ -253,24 +253,21 @@ class Sender:
 
     def _send_one(self, connection, recipient: message.Recipient) -> str:
         """Send one recipient's message; its Message-ID (or the provider's id)."""
-        if not isinstance(connection, SmtpBackend):
-            outgoing = self.messages.compose(recipient)
-            connection.send_messages([outgoing])
-            return _message_id(outgoing)
-        # The SMTP backend's own send_messages() would parse the same From and To again and serialize
-        # the MIME tree per message; its smtplib connection (the backend's `connection` attribute,
-        # open for the batch) takes the prepared bytes as it would take the backend's.
-        stuffed = self.messages.serialize(recipient, stuffed=True)
-        if stuffed is not None and PLAIN_ADDRESS.fullmatch(stuffed.to_address):
-            sendmail(connection.connection, stuffed)
-            return stuffed.message_id
-        serialized = self.messages.serialize(recipient)
-        if serialized is None:
-            outgoing = self.messages.compose(recipient)
-            connection.send_messages([outgoing])
-            return _message_id(outgoing)
-        connection.connection.sendmail(serialized.from_address, [serialized.to_address], serialized.data)
-        return serialized.message_id
+        if isinstance(connection, SmtpBackend):
+            # The SMTP backend's own send_messages() would parse the same From and To again and
+            # serialize the MIME tree per message; its smtplib connection (the backend's `connection`
+            # attribute, open for the batch) takes the prepared bytes as it would take the backend's.
+            stuffed = self.messages.serialize(recipient, stuffed=True)
+            if stuffed is not None and PLAIN_ADDRESS.fullmatch(stuffed.to_address):
+                sendmail(connection.connection, stuffed)
+                return stuffed.message_id
+            serialized = self.messages.serialize(recipient)
+            if serialized is not None:
+                connection.connection.sendmail(serialized.from_address, [serialized.to_address], serialized.data)
+                return serialized.message_id
+        outgoing = self.messages.compose(recipient)
+        connection.send_messages([outgoing])
+        return _message_id(outgoing)
 
     def _refused(self, record_id: int, attempts: int, email: str, verdict: Verdict, marks: Marks) -> None:
         """The outcome of a record whose send did not go through."""

@@ -2,7 +2,7 @@
 
 import pytest
 
-from apps.posts.lookups import AnyOf
+from apps.core.lookups import AnyOf
 from apps.posts.models import Post, Tag
 from tests.factories import PostFactory, TagFactory
 

@@ -5,7 +5,8 @@ A content plan batch filters on a thousand ids in several queries: with `__in`, 
 id as a parameter of its own and psycopg splits and quotes a query string with a thousand
 placeholders, which took a tenth of a run's time; PostgreSQL parses that list again too. Other
 databases get the `IN` list. Used as a boolean expression in `filter()` (no registration: it
-changes no other lookup).
+changes no other lookup). `bigint_array` is the form every such array of ids is passed in, in raw
+statements too.
 """
 
 from collections.abc import Iterable
