@@ -16,6 +16,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core.lookups import AnyOf
 from apps.webhooks.models import Delivery, Event, EventInput, WebhookEndpoint
 from apps.webhooks.serializers import delivery_body
 
@@ -242,5 +243,5 @@ def _targets(kind: str, endpoint: WebhookEndpoint | None) -> Callable[[int], lis
 def mark_handed_over(ids: list, now: datetime) -> list[str]:
     """Note that the broker gets a task for these deliveries (the caller enqueues them, after its commit)."""
     if ids:
-        Delivery.objects.filter(pk__in=ids).update(enqueued_at=now)
+        Delivery.objects.filter(AnyOf("id", ids)).update(enqueued_at=now)
     return [str(pk) for pk in ids]

@@ -16,6 +16,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.core import crypto
+from apps.core.lookups import AnyOf
 from apps.core.outbox import lease_end, unleased
 from apps.core.threads import WorkerThreads
 from apps.webhooks import breaker, outbox, transport
@@ -89,7 +90,7 @@ def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Deli
     # Long enough for the slowest attempt (connect timeout plus read timeout), with a margin; a
     # batch starts no attempt after WEBHOOK_TIMEOUT, so its last one ends within the lease too.
     lease = lease_end(now, timeout=settings.WEBHOOK_TIMEOUT, margin=5)
-    claimable = Delivery.objects.filter(unleased(now), pk__in=delivery_ids)
+    claimable = Delivery.objects.filter(unleased(now), AnyOf("id", delivery_ids))
     with transaction.atomic():
         # A conditional UPDATE is atomic, so of two workers with the same message only one wins.
         # A manual retry is an operator's request: it goes out whatever the endpoint's state.
@@ -109,8 +110,10 @@ def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Deli
     claimed = {
         str(delivery.pk): delivery
         for delivery in Delivery.objects.select_related("event")
+        # What an attempt and its record read of the event (its kind and body), not the rest.
+        .defer("created_at", "event__account", "event__post_id", "event__created_at")
         .annotate(attempts_logged=Coalesce(Subquery(attempts_logged), 0))
-        .filter(pk__in=delivery_ids, locked_until=lease)
+        .filter(AnyOf("id", delivery_ids), locked_until=lease)
     }
     # Their endpoints as the claim read them (one instance per endpoint, not one per delivery).
     if endpoints is None:
@@ -163,8 +166,8 @@ def _within_limits(
         else:
             take.extend(pks)
     if waiting:
-        claimable.filter(pk__in=waiting).update(enqueued_at=None)
-    taken = claimable.filter(pk__in=take).update(locked_until=lease) if take else 0
+        claimable.filter(AnyOf("id", waiting)).update(enqueued_at=None)
+    taken = claimable.filter(AnyOf("id", take)).update(locked_until=lease) if take else 0
     return taken, {endpoint.pk: endpoint for endpoint in endpoints}
 
 
@@ -302,11 +305,11 @@ def _write_outcomes(recorded: list[Delivery], rest: list[Delivery], lease: datet
         # The lease is the lock: only its holder writes the outcome (no second locking read). A
         # holder that overran its lease finds the row taken over and leaves it to the new holder,
         # keeping the record of the attempt it made.
-        held += Delivery.objects.filter(pk__in=pks, locked_until=lease).update(
+        held += Delivery.objects.filter(AnyOf("id", pks), locked_until=lease).update(
             **dict(zip(_OUTCOME_FIELDS, values, strict=True))
         )
     if rest:
-        Delivery.objects.filter(pk__in=[d.pk for d in rest], locked_until=lease).update(
+        Delivery.objects.filter(AnyOf("id", [d.pk for d in rest]), locked_until=lease).update(
             locked_until=None, enqueued_at=None
         )
     return held
