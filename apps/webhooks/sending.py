@@ -11,7 +11,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import Count, F, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -67,14 +67,11 @@ def deliveries_attempt(
     for its endpoint to `hand_over` (services.enqueue: this module does not reach the tasks).
     """
     started = time.monotonic()
-    deliveries = _claim(delivery_ids, manual=manual, now=timezone.now())
-    batches: dict[int, list[Delivery]] = {}
-    for delivery in deliveries:
-        batches.setdefault(delivery.endpoint_id, []).append(delivery)
+    batches = _claim(delivery_ids, manual=manual, now=timezone.now())
     send = partial(_send_batch, manual=manual, started=started, hand_over=hand_over)
     if pool is None:
-        return [attempt for batch in batches.values() for attempt in send(batch)]
-    futures = [pool.submit(partial(send, batch)) for batch in batches.values()]
+        return [attempt for endpoint, batch in batches for attempt in send(endpoint, batch)]
+    futures = [pool.submit(partial(send, endpoint, batch)) for endpoint, batch in batches]
     done, _ = wait(futures, timeout=patience)
     return [attempt for future in futures if future in done for attempt in future.result()]
 
@@ -82,11 +79,12 @@ def deliveries_attempt(
 # --- claiming --------------------------------------------------------------------------------------
 
 
-def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Delivery]:
+def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[tuple[WebhookEndpoint, list[Delivery]]]:
     """Take the deliveries for one attempt each; those not due, or held by another worker, are
     left out, and so are those their endpoint may not be sent now (see `_within_limits`). They come
-    back in the order given, with their event, endpoint and number of attempts logged, and
-    `locked_until` set to the lease now held on them."""
+    back as one batch per endpoint, each in the order given, with their event's kind and body
+    (`event_kind`, `event_body`), their number of attempts logged, and `locked_until` set to the
+    lease now held on them."""
     # Long enough for the slowest attempt (connect timeout plus read timeout), with a margin; a
     # batch starts no attempt after WEBHOOK_TIMEOUT, so its last one ends within the lease too.
     lease = lease_end(now, timeout=settings.WEBHOOK_TIMEOUT, margin=5)
@@ -109,22 +107,25 @@ def _claim(delivery_ids: list[str], *, manual: bool, now: datetime) -> list[Deli
     )
     claimed = {
         str(delivery.pk): delivery
-        for delivery in Delivery.objects.select_related("event")
-        # What an attempt and its record read of the event (its kind and body), not the rest.
-        .defer("created_at", "event__account", "event__post_id", "event__created_at")
-        .annotate(attempts_logged=Coalesce(Subquery(attempts_logged), 0))
+        # What an attempt and its record read of the event, its kind and body, as two values of
+        # the delivery's row rather than an Event instance each.
+        for delivery in Delivery.objects.defer("created_at")
+        .annotate(
+            event_kind=F("event__kind"),
+            event_body=F("event__body"),
+            attempts_logged=Coalesce(Subquery(attempts_logged), 0),
+        )
         .filter(AnyOf("id", delivery_ids), locked_until=lease)
     }
     # Their endpoints as the claim read them (one instance per endpoint, not one per delivery).
     if endpoints is None:
         endpoints = WebhookEndpoint.objects.in_bulk({delivery.endpoint_id for delivery in claimed.values()})
-    ready = []
+    batches: dict[int, list[Delivery]] = {}
     for pk in delivery_ids:
         delivery = claimed.get(str(pk))
         if delivery is not None and delivery.endpoint_id in endpoints:  # not deleted meanwhile
-            delivery.endpoint = endpoints[delivery.endpoint_id]
-            ready.append(delivery)
-    return ready
+            batches.setdefault(delivery.endpoint_id, []).append(delivery)
+    return [(endpoints[endpoint_id], batch) for endpoint_id, batch in batches.items()]
 
 
 def _within_limits(
@@ -174,7 +175,9 @@ def _within_limits(
 # --- attempting ------------------------------------------------------------------------------------
 
 
-def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float, hand_over: HandOver) -> list[Attempt]:
+def _send_batch(
+    endpoint: WebhookEndpoint, deliveries: list[Delivery], *, manual: bool, started: float, hand_over: HandOver
+) -> list[Attempt]:
     """Attempt one endpoint's deliveries in order, then record the outcomes.
 
     No further attempt is started once WEBHOOK_TIMEOUT has passed since the claim, after an
@@ -184,7 +187,6 @@ def _send_batch(deliveries: list[Delivery], *, manual: bool, started: float, han
     attempt's time count from then); a worker that dies before that leaves them to be sent again
     once their lease runs out (receivers deduplicate by delivery id).
     """
-    endpoint = deliveries[0].endpoint
     failures = endpoint.consecutive_failures
     sent = []
     for delivery in deliveries:
@@ -210,13 +212,16 @@ def _attempt(endpoint: WebhookEndpoint, delivery: Delivery, started_at: datetime
     was dropped from FERNET_KEYS too early) signs nothing: the attempt fails without a request, and
     counts, so the delivery ends like any other that cannot be delivered instead of being taken up
     again after every lease."""
-    event = delivery.event
     try:
         signing = endpoint.signing(started_at)
     except crypto.CredentialUnreadable:
         return Outcome(request_headers={}, error=UNSIGNABLE)
     return transport.send(
-        url=endpoint.url, body=event.body.encode(), event=event.kind, delivery_id=str(delivery.id), **signing
+        url=endpoint.url,
+        body=delivery.event_body.encode(),
+        event=delivery.event_kind,
+        delivery_id=str(delivery.id),
+        **signing,
     )
 
 
@@ -282,7 +287,7 @@ def _record(delivery: Delivery, outcome: Outcome, *, started_at: datetime, manua
         counted=counted,
         started_at=started_at,
         request_headers=outcome.request_headers,
-        request_body=delivery.event.body,
+        request_body=delivery.event_body,
         response_status=outcome.status,
         response_headers=outcome.headers,
         response_body=outcome.body,
@@ -334,7 +339,7 @@ def _log(attempt: Attempt) -> None:
         "webhook attempt delivery=%s endpoint=%s event=%s number=%d status=%s duration_ms=%d%s",
         delivery.id,
         delivery.endpoint_id,
-        delivery.event.kind,
+        delivery.event_kind,
         attempt.number,
         attempt.response_status if attempt.response_status is not None else "-",
         attempt.duration_ms,
