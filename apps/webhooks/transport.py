@@ -4,12 +4,14 @@
 import base64
 import hashlib
 import hmac
+import threading
 import time
 
 import urllib3
 from django.conf import settings
-from urllib3 import Timeout
+from urllib3 import HTTPConnectionPool, Timeout
 from urllib3.exceptions import NewConnectionError
+from urllib3.util import parse_url
 
 from apps.core.addresses import BlockedAddress, pool_manager
 from apps.webhooks.models import SignatureFormat, standard_key
@@ -91,19 +93,37 @@ def _send_standard(url: str, secret: str, previous_secret: str, body: bytes, eve
     return _post(url, body, headers)
 
 
+_routes = threading.local()
+
+
+def _route(url: str) -> tuple[HTTPConnectionPool, str]:
+    """This thread's keep-alive pool for `url` and the path its requests name, looked up once for
+    the attempts to one URL in a row (a batch's): the pool manager's parse and look-up on every
+    request cost about a twelfth of an attempt's HTTP work. No proxy is used (see pool_manager),
+    so a request names the path, as the pool manager's own would. urllib3 2's manager closes no
+    pool it lets go of (it only drops it), so the pool kept here stays usable."""
+    manager = pool_manager()
+    last = getattr(_routes, "last", None)
+    if last is None or last[0] is not manager or last[1] != url:
+        last = _routes.last = (manager, url, manager.connection_from_url(url), parse_url(url).request_uri)
+    return last[2], last[3]
+
+
 def _post(url: str, body: bytes, headers: dict) -> Outcome:
     outcome = Outcome(request_headers=headers)
     timeout = settings.WEBHOOK_TIMEOUT
     started = time.monotonic()
     try:
-        response = pool_manager().urlopen(
+        pool, path = _route(url)
+        response = pool.urlopen(
             "POST",
-            url,
+            path,
             body=body,
             headers=headers,
             timeout=Timeout(connect=timeout, read=timeout),
             retries=False,
             redirect=False,
+            assert_same_host=False,
             preload_content=False,
         )
         try:
