@@ -64,36 +64,60 @@ def put_state(post: Post, status: str, *, scheduled_at: datetime | Keep | None =
     moved([post.pk])
 
 
+def put_values(status: str, *, now: datetime, scheduled_at: datetime | Keep | None = KEEP) -> dict:
+    """The fields posts_put writes: those of the state `status` (state_values) and the time of the change."""
+    values = state_values(status, at=now) | {"updated_at": now}
+    if not isinstance(scheduled_at, Keep):
+        values["scheduled_at"] = scheduled_at
+    return values
+
+
 def posts_put(
     *, post_ids: Sequence[int], status: str, now: datetime, scheduled_at: datetime | Keep | None = KEEP
 ) -> int:
     """Put many posts in `status` in one statement (the content plan's batches, demo data); the
     caller writes their events. Returns how many rows were written."""
-    values = state_values(status, at=now) | {"updated_at": now}
-    if not isinstance(scheduled_at, Keep):
-        values["scheduled_at"] = scheduled_at
+    values = put_values(status, now=now, scheduled_at=scheduled_at)
     written = Post.objects.filter(AnyOf("id", post_ids)).update(**values)
     moved(post_ids)
     return written
+
+
+def posts_put_statement(*, post_ids: Sequence[int], values: dict) -> tuple[str, list]:
+    """posts_put's UPDATE (`values`: put_values) as SQL on PostgreSQL, for a caller that sends it
+    without waiting for it (the content plan); the caller then calls `moved(post_ids)`, and writes
+    the API publication records of posts handed over (api_records_statement)."""
+    connection = transaction.get_connection()
+    condition, params = any_of_sql("id", [int(pk) for pk in post_ids], connection.vendor)
+    fields = [Post._meta.get_field(name) for name in values]
+    assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
+    prepared = [field.get_db_prep_save(values[field.name], connection) for field in fields]
+    table = connection.ops.quote_name(Post._meta.db_table)
+    return f"UPDATE {table} SET {assignments} WHERE {condition}", [*prepared, *params]  # noqa: S608 - the model's own names
 
 
 def posts_hand_over(*, post_ids: Sequence[int], now: datetime) -> int:
     """Hand posts of `api` channels to the external system in bulk: `publishing_pending`, each with
     its API publication record (a post that was in the workflow before keeps its record, reset)."""
     handed = posts_put(post_ids=post_ids, status=PublicationStatus.PUBLISHING_PENDING, now=now)
-    # One statement from the posts' ids: bulk_create built a model instance and prepared five
-    # values for each record, a twentieth of a content plan run.
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(*api_records_statement(post_ids=post_ids, now=now))
+    return handed
+
+
+def api_records_statement(*, post_ids: Sequence[int], now: datetime) -> tuple[str, list]:
+    """The API publication records of posts handed over (posts_hand_over), each reset, in one
+    statement from the posts' ids: bulk_create built a model instance and prepared five values for
+    each record, a twentieth of a content plan run."""
     connection = transaction.get_connection()
     condition, params = any_of_sql("id", [int(pk) for pk in post_ids], connection.vendor)
     records, posts = ApiPublication._meta.db_table, Post._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {records} (post_id, created_at, confirmed_at, external_id, external_url) "  # noqa: S608 - the models' own tables
-            f"SELECT id, %s, NULL, NULL, NULL FROM {posts} WHERE {condition} "
-            "ON CONFLICT (post_id) DO UPDATE SET confirmed_at = NULL, external_id = NULL, external_url = NULL",
-            [now, *params],
-        )
-    return handed
+    return (
+        f"INSERT INTO {records} (post_id, created_at, confirmed_at, external_id, external_url) "  # noqa: S608 - the models' own tables
+        f"SELECT id, %s, NULL, NULL, NULL FROM {posts} WHERE {condition} "
+        "ON CONFLICT (post_id) DO UPDATE SET confirmed_at = NULL, external_id = NULL, external_url = NULL",
+        [now, *params],
+    )
 
 
 # Compiled once per process: every change of a post starts here, and compiling this join cost more

@@ -164,7 +164,13 @@ def posts_webhook_data(post_ids: Iterable[int], channels: dict | None = None) ->
     `channels` (id -> channel, with its account and posts_count), when given, is used and filled
     in: a caller rendering many batches reads each channel once.
     """
-    rows = selectors.post_rows(Post.objects.filter(AnyOf("id", post_ids)), selectors.CONTENT_COLUMNS, channels=channels)
+    return rows_webhook_data(
+        selectors.post_rows(Post.objects.filter(AnyOf("id", post_ids)), selectors.CONTENT_COLUMNS, channels=channels)
+    )
+
+
+def rows_webhook_data(rows: list) -> list[tuple[Channel, int, dict]]:
+    """posts_webhook_data of rows read with selectors.CONTENT_COLUMNS: no query."""
     # One serializer for the batch: each channel is rendered once, not once per post.
     data = PostContentSerializer(rows, many=True).data
     return [(row.channel, row.id, item) for row, item in zip(rows, data, strict=True)]

@@ -128,8 +128,21 @@ def jobs_enqueue_many(*, items: Sequence[JobInput]) -> int:
     were written. A model instance built and its values prepared for each job took more than a
     quarter of a content plan run."""
     connection = transaction.get_connection()
-    if connection.vendor != "postgresql" or len(items) < MANY_MIN_JOBS:
+    statement = jobs_enqueue_statement(items=items)
+    if statement is None:
         return len(jobs_enqueue(items=items))
+    with connection.cursor() as cursor:
+        cursor.execute(*statement)
+        return jobs_enqueued(cursor.fetchall())
+
+
+def jobs_enqueue_statement(*, items: Sequence[JobInput]) -> tuple[str, dict] | None:
+    """jobs_enqueue_many's statement, for a caller that sends it and reads its rows later (the
+    content plan, while PostgreSQL writes and Python renders): give its rows to jobs_enqueued. None
+    where jobs_enqueue writes the jobs instead (another database, a few jobs)."""
+    connection = transaction.get_connection()
+    if connection.vendor != "postgresql" or len(items) < MANY_MIN_JOBS:
+        return None
     if not connection.in_atomic_block:
         raise RuntimeError("jobs_enqueue must run inside the transaction of the change that calls for it")
     params = {
@@ -141,9 +154,12 @@ def jobs_enqueue_many(*, items: Sequence[JobInput]) -> int:
         "queued": str(JobState.QUEUED),
         "now": timezone.now(),
     }
-    with connection.cursor() as cursor:
-        cursor.execute(_MANY_SQL.format(jobs=connection.ops.quote_name(PublicationJob._meta.db_table)), params)
-        written = cursor.fetchall()
+    return _MANY_SQL.format(jobs=connection.ops.quote_name(PublicationJob._meta.db_table)), params
+
+
+def jobs_enqueued(written: list[tuple]) -> int:
+    """The broker's part of jobs_enqueue_statement's jobs (`written`: its rows), after commit;
+    returns how many jobs were written."""
     channel_ids = sorted({channel_id for (channel_id,) in written})
     if channel_ids:
         transaction.on_commit(partial(enqueue_channels, channel_ids))

@@ -36,7 +36,7 @@ from apps.webhooks.models import (
     new_standard_secret,
     standard_key,
 )
-from apps.webhooks.outbox import SWEEP_BATCH
+from apps.webhooks.outbox import SWEEP_BATCH, PreparedEvents
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +55,21 @@ def events_emit(*, kind: str, items: Iterable[EventInput], endpoint: WebhookEndp
 def events_emit_many(*, kind: str, items: Sequence[EventInput]) -> int:
     """events_emit for many events at once (the content plan's batches): the same rows, written
     without a model instance each (outbox.events_write_many); returns how many events."""
-    ids = outbox.events_write_many(kind=kind, items=items)
+    return events_emit_prepared(events_prepare_many(kind=kind, items=items))
+
+
+def events_prepare_many(*, kind: str, items: Sequence[EventInput]) -> PreparedEvents:
+    """events_emit_many's events rendered and not written yet (no query), for events_emit_prepared."""
+    return outbox.events_prepare_many(kind=kind, items=items)
+
+
+def events_emit_prepared(prepared: PreparedEvents) -> int:
+    """events_emit_many of events rendered beforehand (outbox.events_prepare_many: the content plan
+    renders them while PostgreSQL runs its other writes); returns how many events."""
+    ids = outbox.events_write_prepared(prepared)
     if ids:
         transaction.on_commit(lambda: enqueue(ids))
-    return len(items)
+    return len(prepared.items)
 
 
 def event_emit(*, account: Account, kind: str, data: dict, post_id: int | None = None) -> Event:
