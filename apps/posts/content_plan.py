@@ -211,8 +211,8 @@ def _write_overlapped(*, kinds: dict[str, list[int]], jobs: list[JobInput], now:
                 cursors.enter_context(connection.cursor()).execute(*statement)
             events = _events(kinds, rows_webhook_data(rows))
         written = jobs_cursor.fetchall() if jobs_statement else []
-    for post_ids in kinds.values():
-        moved(post_ids)
+    # Who listens reads the posts' stories: once for the batch, not once per kind.
+    moved([pk for post_ids in kinds.values() for pk in post_ids])
     for prepared in events:
         events_emit_prepared(prepared)
     if jobs_statement:
