@@ -15,6 +15,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "apps.core.apps.CoreConfig",
     "apps.api",
     "apps.users",
     "apps.accounts",

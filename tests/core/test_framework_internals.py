@@ -640,3 +640,26 @@ def test_make_run_gives_its_processes_its_own_wait_before_honcho_kills_them(tmp_
     )
     assert "stubborn.1 stopped (rc=-9)" in result.stdout, redo(where, f"the wait was not honcho's: {result.stdout}")
     assert "ended by itself" not in result.stdout
+
+
+@requires_postgres
+@pytest.mark.django_db
+def test_djangos_cursor_keeps_a_timestamptz_loader_whose_timezone_is_the_connections():
+    from django.db import connection, connections
+    from psycopg.pq import Format
+
+    from apps.core import dates
+
+    where = "apps/core/dates.py (UtcTimestamptzLoader)"
+    oid = psycopg.adapters.types["timestamptz"].oid
+    # Django's own rule, read in its source: a cursor gets Django's loader only where the
+    # connection's loader's `timezone` differs from the connection's.
+    source = inspect.getsource(type(connections["default"]).create_cursor)
+    assert "tzloader.timezone" in source and "register_tzloader" in source, redo(
+        where, "Django's create_cursor no longer compares the loader's timezone: find how it picks its loader now"
+    )
+    with connection.cursor() as cursor:
+        loader = cursor.cursor.adapters.get_loader(oid, Format.TEXT)
+    assert loader is dates.UtcTimestamptzLoader, redo(where, f"a cursor reads dates with {loader!r}")
+    # psycopg's compiled loader, whose bound `load` each instance calls, reads a date.
+    assert dates.COMPILED(oid, None).load(b"2026-11-29 04:00:00.5+00") == datetime(2026, 11, 29, 4, 0, 0, 500000, UTC)
