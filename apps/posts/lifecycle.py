@@ -16,7 +16,7 @@ from django.db import models, transaction
 
 from apps.core.errors import NotFound
 from apps.core.keep import KEEP, Keep
-from apps.core.lookups import AnyOf, any_of_sql
+from apps.core.lookups import any_of_sql
 from apps.core.prepared import PreparedLookup
 from apps.core.validation import invalid_from_django
 from apps.posts.models import POST_STATE_FIELDS, ApiPublication, Post, PublicationStatus
@@ -78,14 +78,16 @@ def posts_put(
     """Put many posts in `status` in one statement (the content plan's batches, demo data); the
     caller writes their events. Returns how many rows were written."""
     values = put_values(status, now=now, scheduled_at=scheduled_at)
-    written = Post.objects.filter(AnyOf("id", post_ids)).update(**values)
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(*posts_put_statement(post_ids=post_ids, values=values))
+        written = cursor.rowcount
     moved(post_ids)
     return written
 
 
 def posts_put_statement(*, post_ids: Sequence[int], values: dict) -> tuple[str, list]:
-    """posts_put's UPDATE (`values`: put_values) as SQL on PostgreSQL, for a caller that sends it
-    without waiting for it (the content plan); the caller then calls `moved(post_ids)`, and writes
+    """posts_put's UPDATE (`values`: put_values) as SQL, for posts_put and for a caller that sends it
+    without waiting for it (the content plan), which then calls `moved(post_ids)` itself and writes
     the API publication records of posts handed over (api_records_statement)."""
     connection = transaction.get_connection()
     condition, params = any_of_sql("id", [int(pk) for pk in post_ids], connection.vendor)

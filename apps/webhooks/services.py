@@ -54,7 +54,7 @@ def events_emit(*, kind: str, items: Iterable[EventInput], endpoint: WebhookEndp
 
 def events_emit_many(*, kind: str, items: Sequence[EventInput]) -> int:
     """events_emit for many events at once (the content plan's batches): the same rows, written
-    without a model instance each (outbox.events_write_many); returns how many events."""
+    without a model instance each (outbox.events_write_prepared); returns how many events."""
     return events_emit_prepared(events_prepare_many(kind=kind, items=items))
 
 
