@@ -84,7 +84,15 @@ def _due_batch(*, now: datetime, batch_size: int, after: Position | None) -> tup
         due_posts = due_posts.filter(scheduled_at__gte=after[0]).filter(
             Q(scheduled_at__gt=after[0]) | Q(scheduled_at=after[0], id__gt=after[1])
         )
-    scanned = dict(due_posts.order_by("scheduled_at", "id").values_list("id", "scheduled_at")[:batch_size])
+    # Scanned and locked in one statement: another run's posts are skipped, not waited for, and
+    # the scan goes on past them. A post rescheduled by a save that committed meanwhile is checked
+    # again as it is now (PostgreSQL re-reads a row it locks after a concurrent change), so it is
+    # moved only if its new time is due too.
+    scanned = list(
+        due_posts.select_for_update(skip_locked=True, of=("self",))
+        .order_by("scheduled_at", "id")
+        .values_list("id", "channel__platform", "scheduled_at", "channel_id", "title")[:batch_size]
+    )
     if not scanned:
         return [], 0, after
     # A post handed to its destination stays `scheduled` until the destination confirms; the job
@@ -92,24 +100,18 @@ def _due_batch(*, now: datetime, batch_size: int, after: Position | None) -> tup
     # jobs are looked up by the batch's ids (one index probe each), not by an anti-join in the
     # scan, whose plan PostgreSQL picks from the jobs table's statistics: stale after a mass
     # deletion, they made it read the whole table for every batch (105 s for 100,000 posts).
-    handed_over = set(
-        PublicationJob.objects.filter(AnyOf("post_id", scanned), action=JobAction.PUBLISH).values_list(
-            "post_id", "scheduled_for"
+    destined = [pk for pk, platform, *_ in scanned if through_destination(platform)]
+    handed_over = (
+        set(
+            PublicationJob.objects.filter(AnyOf("post_id", destined), action=JobAction.PUBLISH).values_list(
+                "post_id", "scheduled_for"
+            )
         )
+        if destined
+        else set()
     )
-    locked = (
-        Post.objects.filter(
-            AnyOf("id", [pk for pk, at in scanned.items() if (pk, at) not in handed_over]),
-            publication_status=PublicationStatus.SCHEDULED,
-        )
-        .select_for_update(skip_locked=True, of=("self",))
-        .order_by("scheduled_at", "id")
-        .values_list("id", "channel__platform", "scheduled_at", "channel_id", "title")
-    )
-    # A post rescheduled since the scan (to a later time, or another due one) is left to the next
-    # run, which sees its new time.
-    due = [row for row in locked if row[2] == scanned[row[0]]]
-    last_id, last_at = next(reversed(scanned.items()))
+    due = [row for row in scanned if (row[0], row[2]) not in handed_over]
+    last_id, _, last_at, *_ = scanned[-1]
     return due, len(scanned), (last_at, last_id)
 
 

@@ -171,3 +171,36 @@ def test_two_concurrent_runs_move_each_post_once_and_send_one_event_per_post():
     assert ApiPublication.objects.count() == 60
     with transaction.atomic():
         assert not Post.objects.filter(publication_status="scheduled").exists()
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_post_an_editor_holds_is_passed_over_without_waiting_and_moved_by_the_next_run():
+    channel = ChannelFactory(platform="blog")
+    held, *others = [scheduled(channel) for _ in range(5)]
+    locked, release = threading.Event(), threading.Event()
+
+    def editor():
+        try:
+            with transaction.atomic():
+                Post.objects.select_for_update().get(pk=held.pk)
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=editor)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        # Batches of two: the held post is the first the scan meets, and the batches after it go on.
+        result = content_plan_run(batch_size=2)
+    finally:
+        release.set()
+        thread.join()
+    assert result.published == 4
+    assert set(Post.objects.filter(publication_status="published").values_list("pk", flat=True)) == {
+        post.pk for post in others
+    }
+    assert Post.objects.get(pk=held.pk).publication_status == "scheduled"
+    assert content_plan_run().published == 1
