@@ -8,7 +8,7 @@ has moved is no longer `scheduled`: each post moves once and its event is writte
 
 import gc
 import logging
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,11 +19,11 @@ from django.utils import timezone
 from apps.channels.models import Platform, through_destination
 from apps.core.lookups import AnyOf
 from apps.posts.events import PostEvent
-from apps.posts.lifecycle import api_records_statement, posts_hand_over, posts_put, posts_put_statement, put_values
+from apps.posts.lifecycle import api_records_statement, posts_put_statement, put_values
 from apps.posts.models import Post, PublicationStatus
 from apps.posts.outcomes import moved
 from apps.posts.selectors import CONTENT_COLUMNS, post_rows
-from apps.posts.serializers import posts_webhook_data, rows_webhook_data
+from apps.posts.serializers import rows_webhook_data
 from apps.publishing.models import JobAction, PublicationJob
 from apps.publishing.services import JobInput, jobs_enqueue_many, jobs_enqueue_statement, jobs_enqueued
 from apps.webhooks.models import EventInput
@@ -149,8 +149,7 @@ def _move_batch(
         PostEvent.PUBLISHING_PENDING: [post_id for post_id, platform, *_ in due if platform == Platform.API],
         PostEvent.PUBLISHED: [post_id for post_id, platform, *_ in due if platform == Platform.BLOG],
     }
-    write = _write_overlapped if transaction.get_connection().vendor == "postgresql" else _write_in_turn
-    handed = write(kinds=kinds, jobs=jobs, now=now, channels=channels)
+    handed = _write(kinds=kinds, jobs=jobs, now=now, channels=channels)
     return len(kinds[PostEvent.PUBLISHING_PENDING]), len(kinds[PostEvent.PUBLISHED]), handed, scanned, position
 
 
@@ -159,19 +158,6 @@ STATUS_OF = {
     PostEvent.PUBLISHING_PENDING: PublicationStatus.PUBLISHING_PENDING,
     PostEvent.PUBLISHED: PublicationStatus.PUBLISHED,
 }
-
-
-def _write_in_turn(*, kinds: dict[str, list[int]], jobs: list[JobInput], now: datetime, channels: dict) -> int:
-    """The batch's writes one after the other (databases other than PostgreSQL); returns how many
-    publish jobs were written."""
-    external, direct = kinds[PostEvent.PUBLISHING_PENDING], kinds[PostEvent.PUBLISHED]
-    if external:
-        posts_hand_over(post_ids=external, now=now)
-    if direct:
-        posts_put(post_ids=direct, status=PublicationStatus.PUBLISHED, now=now)
-    for events in _events(kinds, posts_webhook_data([*external, *direct], channels) if external or direct else []):
-        events_emit_prepared(events)
-    return jobs_enqueue_many(items=jobs) if jobs else 0
 
 
 def _rows_after(kinds: dict[str, list[int]], values: dict[str, dict], channels: dict) -> list:
@@ -183,14 +169,14 @@ def _rows_after(kinds: dict[str, list[int]], values: dict[str, dict], channels: 
     return [row._replace(**after[row.id]) for row in read]
 
 
-def _write_overlapped(*, kinds: dict[str, list[int]], jobs: list[JobInput], now: datetime, channels: dict) -> int:
-    """The batch's writes on PostgreSQL, its payloads rendered while they run: the posts' UPDATEs,
-    the API records and the jobs are sent at once (psycopg's pipeline mode) and PostgreSQL runs
-    them while Python renders the events' payloads, instead of each side waiting for the other (the
-    run is a dialogue of two processes on two cores). The payloads' rows are read before the
-    writes, the posts locked so that nothing else changes them, and given the values the UPDATEs
-    write (put_values): the same bytes as rows read after them. Returns how many publish jobs were
-    written."""
+def _write(*, kinds: dict[str, list[int]], jobs: list[JobInput], now: datetime, channels: dict) -> int:
+    """The batch's writes, on PostgreSQL with its payloads rendered while they run: the posts'
+    UPDATEs, the API records and the jobs are sent at once (psycopg's pipeline mode) and PostgreSQL
+    runs them while Python renders the events' payloads, instead of each side waiting for the other
+    (the run is a dialogue of two processes on two cores). Other databases run the same statements
+    one after the other. The payloads' rows are read before the writes, the posts locked so that
+    nothing else changes them, and given the values the UPDATEs write (put_values): the same bytes
+    as rows read after them. Returns how many publish jobs were written."""
     values = {kind: put_values(STATUS_OF[kind], now=now) for kind in kinds}
     rows = _rows_after(kinds, values, channels)
     statements = [
@@ -204,8 +190,9 @@ def _write_overlapped(*, kinds: dict[str, list[int]], jobs: list[JobInput], now:
     # while it runs a statement, and the UPDATEs' few bytes wait in the socket's buffer, where the
     # jobs' would have kept Python sending until the UPDATEs were done. The cursors stay open until
     # the pipeline has its results: the jobs' rows are read after it.
+    pipeline = connection.connection.pipeline() if connection.vendor == "postgresql" else nullcontext()
     with ExitStack() as cursors:
-        with connection.connection.pipeline():
+        with pipeline:
             jobs_cursor = cursors.enter_context(connection.cursor())
             if jobs_statement:
                 jobs_cursor.execute(*jobs_statement)

@@ -98,19 +98,11 @@ def posts_put_statement(*, post_ids: Sequence[int], values: dict) -> tuple[str, 
     return f"UPDATE {table} SET {assignments} WHERE {condition}", [*prepared, *params]  # noqa: S608 - the model's own names
 
 
-def posts_hand_over(*, post_ids: Sequence[int], now: datetime) -> int:
-    """Hand posts of `api` channels to the external system in bulk: `publishing_pending`, each with
-    its API publication record (a post that was in the workflow before keeps its record, reset)."""
-    handed = posts_put(post_ids=post_ids, status=PublicationStatus.PUBLISHING_PENDING, now=now)
-    with transaction.get_connection().cursor() as cursor:
-        cursor.execute(*api_records_statement(post_ids=post_ids, now=now))
-    return handed
-
-
 def api_records_statement(*, post_ids: Sequence[int], now: datetime) -> tuple[str, list]:
-    """The API publication records of posts handed over (posts_hand_over), each reset, in one
-    statement from the posts' ids: bulk_create built a model instance and prepared five values for
-    each record, a twentieth of a content plan run."""
+    """The API publication records of `api` posts handed to the external system (the content
+    plan's), in one statement from the posts' ids; a post that was in the workflow before keeps its
+    record, reset. bulk_create built a model instance and prepared five values for each record, a
+    twentieth of a content plan run."""
     connection = transaction.get_connection()
     condition, params = any_of_sql("id", [int(pk) for pk in post_ids], connection.vendor)
     records, posts = ApiPublication._meta.db_table, Post._meta.db_table
