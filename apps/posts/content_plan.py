@@ -52,7 +52,7 @@ class ContentPlanResult:
 
 def _events(kinds: dict[str, list[int]], payloads: list[tuple]) -> list[PreparedEvents]:
     """The batch's events rendered, of each kind for its posts (in id order); `payloads`:
-    posts_webhook_data of the posts of every kind, read and rendered together."""
+    rows_webhook_data of the posts of every kind, read and rendered together."""
     by_post = {pk: (channel, data) for channel, pk, data in payloads}
     return [
         events_prepare_many(

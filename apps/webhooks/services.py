@@ -52,20 +52,16 @@ def events_emit(*, kind: str, items: Iterable[EventInput], endpoint: WebhookEndp
     return events
 
 
-def events_emit_many(*, kind: str, items: Sequence[EventInput]) -> int:
-    """events_emit for many events at once (the content plan's batches): the same rows, written
-    without a model instance each (outbox.events_write_prepared); returns how many events."""
-    return events_emit_prepared(events_prepare_many(kind=kind, items=items))
-
-
 def events_prepare_many(*, kind: str, items: Sequence[EventInput]) -> PreparedEvents:
-    """events_emit_many's events rendered and not written yet (no query), for events_emit_prepared."""
+    """Many events (the content plan's batches) rendered and not written yet (no query), for
+    events_emit_prepared."""
     return outbox.events_prepare_many(kind=kind, items=items)
 
 
 def events_emit_prepared(prepared: PreparedEvents) -> int:
-    """events_emit_many of events rendered beforehand (outbox.events_prepare_many: the content plan
-    renders them while PostgreSQL runs its other writes); returns how many events."""
+    """events_emit for many events at once, rendered beforehand (outbox.events_prepare_many: the
+    content plan renders them while PostgreSQL runs its other writes): the same rows, written
+    without a model instance each (outbox.events_write_prepared); returns how many events."""
     ids = outbox.events_write_prepared(prepared)
     if ids:
         transaction.on_commit(lambda: enqueue(ids))
