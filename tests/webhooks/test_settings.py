@@ -10,7 +10,7 @@ from tests.conftest import settings_loaded
 SHOW = (
     "import json, config.settings as s; print(json.dumps([s.WEBHOOK_DISABLE_AFTER.total_seconds(), "
     "s.WEBHOOK_BREAKER_THRESHOLD, s.WEBHOOK_SENDERS, s.WEBHOOK_ENDPOINT_CONCURRENCY, "
-    "s.WEBHOOK_MAX_AGE.total_seconds(), s.WEBHOOK_BREAKER_PROBE_DELAYS]))"
+    "s.WEBHOOK_MAX_AGE.total_seconds(), s.WEBHOOK_BATCH_SIZE, s.WEBHOOK_BREAKER_PROBE_DELAYS]))"
 )
 
 
@@ -21,7 +21,8 @@ def load(**env) -> subprocess.CompletedProcess:
 def test_defaults_hold_an_endpoint_back_after_5_failures_keep_its_deliveries_3_days_and_disable_it_after_5():
     result = load()
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == [5 * 24 * 3600, 5, 16, 2, 3 * 24 * 3600, [60, 300, 1800, 7200]]
+    # A task carries 100 deliveries: at 50 a batch's fixed costs were a sixth of a worker's CPU.
+    assert json.loads(result.stdout) == [5 * 24 * 3600, 5, 16, 2, 3 * 24 * 3600, 100, [60, 300, 1800, 7200]]
 
 
 def test_the_breakers_probe_delays_are_read_as_seconds():
